@@ -1,0 +1,19 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "StateKit",
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+    products: [
+        .library(name: "StateKit", targets: ["StateKit"]),
+        .library(name: "StateKitTesting", targets: ["StateKitTesting"]),
+        .executable(name: "statekit-demo", targets: ["statekit-demo"]),
+    ],
+    targets: [
+        .target(name: "StateKit"),
+        .target(name: "StateKitTesting", dependencies: ["StateKit"]),
+        .executableTarget(name: "statekit-demo", dependencies: ["StateKit"]),
+        .testTarget(name: "StateKitTests", dependencies: ["StateKit", "StateKitTesting"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,191 @@
+import Dispatch
+
+/// A ``State`` that tells others about its changes: closure subscriptions, key-path projections,
+/// async sequences, and the seed article's weak ``StateListener``s.
+///
+/// ```swift
+/// let counter = MonitoredState(0, key: "counter")
+/// let subscription = counter.subscribe { print("count: \($0)") }   // prints "count: 0"
+/// counter.modify { $0 += 1 }                                       // prints "count: 1"
+/// ```
+///
+/// ## Where and when handlers run
+/// A synchronous subscriber runs on a thread that writes: the writer's own, or, when another
+/// thread is already delivering this container, that thread (so a write may return before its
+/// handlers ran). Each subscriber sees changes in ``State/version`` order, never an older value
+/// after a newer one, and once writes stop, the last value it saw is the current value. Handlers
+/// run outside the container's lock: they may read it and write to it or to other containers;
+/// such a write is delivered after the current delivery finishes. Use
+/// ``subscribe(on:_:)`` or ``subscribeOnMain(_:)`` to run handlers on a queue or the main actor.
+///
+/// When `Value` is `Equatable`, assigning an equal value is not a change and notifies nobody.
+///
+/// - Note: All operations on `MonitoredState` are thread-safe.
+@dynamicMemberLookup
+open class MonitoredState<Value>: State<Value> {
+    /// Creates a container holding `defaultValue`, identified by `key`.
+    public override init(_ defaultValue: Value, key: String) {
+        super.init(defaultValue, key: key)
+    }
+
+    /// Creates a container whose writes must pass `validator`.
+    ///
+    /// The validator sees the current and the proposed value and throws to refuse the write; the
+    /// value and version then stay as they were. Throwing writes (``set(_:)``, ``update(_:)``)
+    /// rethrow the refusal as ``RejectedWriteError``; the others (``State/modify(_:)-1zs3x``, `~>`)
+    /// report it to ``StateDiagnostics``. Use it to guard the transitions of an enum state machine:
+    ///
+    /// ```swift
+    /// let player = MonitoredState(PlayerState.idle, key: "player") { current, proposed in
+    ///     guard current.canMove(to: proposed) else { throw InvalidTransition(from: current, to: proposed) }
+    /// }
+    /// ```
+    ///
+    /// - Warning: The validator runs under the container's lock: keep it pure and fast.
+    public init(
+        _ defaultValue: Value,
+        key: String,
+        validator: @escaping @Sendable (_ current: Value, _ proposed: Value) throws -> Void
+    ) {
+        super.init(defaultValue, key: key)
+        self.validator = validator
+    }
+
+    /// Replaces the value, throwing ``RejectedWriteError`` if the validator refuses;
+    /// equal values change nothing.
+    public func set(_ newValue: Value) throws {
+        lock.lock()
+        if let isEqual, isEqual(storedValue, newValue) {
+            lock.unlock()
+            return
+        }
+        var rejection: RejectedWriteError?
+        writeLocked(rejection: &rejection) { $0 = newValue }
+        if let rejection { throw rejection }
+    }
+
+    /// Mutates the value as one change, throwing ``RejectedWriteError`` if the validator refuses
+    /// (the value then stays as it was) and rethrowing what `body` throws.
+    @discardableResult
+    public func update<Result>(_ body: (inout Value) throws -> Result) throws -> Result {
+        lock.lock()
+        var rejection: RejectedWriteError?
+        let result = try writeLocked(rejection: &rejection, body)
+        if let rejection { throw rejection }
+        return result
+    }
+
+    // MARK: Listeners
+
+    /// Attaches a listener, held weakly: it is told of every change until it is deallocated.
+    public func attach(listener: any StateListener) {
+        lock.withLock {
+            audience.listeners.removeAll { $0.listener == nil || $0.listener === listener }
+            audience.listeners.append(WeakListener(listener: listener))
+            refreshLocked()
+        }
+    }
+
+    /// The listeners attached and still alive.
+    public var allListeners: [any StateListener] {
+        lock.withLock { audience.listeners.compactMap(\.listener) }
+    }
+
+    // MARK: Subscriptions
+
+    /// Calls `handler` with the current value now, then with each new value, on the thread that
+    /// delivers the change.
+    ///
+    /// The first call is immediate unless another thread is delivering this container, in which
+    /// case it is queued behind that delivery, so it never arrives after a newer value.
+    ///
+    /// - Returns: A token; the subscription lasts until it is cancelled or released.
+    public func subscribe(_ handler: @escaping @Sendable (Value) -> Void) -> Subscription {
+        addSubscriber(queue: nil, handler: .value(handler), sendsCurrentValue: true)
+    }
+
+    /// Calls `handler` with the current value, then with each new value, asynchronously on
+    /// `queue` (which should be serial, to keep the order).
+    public func subscribe(on queue: DispatchQueue, _ handler: @escaping @Sendable (Value) -> Void) -> Subscription
+    where Value: Sendable {
+        addSubscriber(queue: queue, handler: .value(handler), sendsCurrentValue: true)
+    }
+
+    /// Calls a main-actor `handler` with the current value, then with each new value, on the main
+    /// queue, so UI code can capture what it likes.
+    ///
+    /// ```swift
+    /// viewModel.state.subscribeOnMain { [weak self] state in self?.render(state) }
+    /// ```
+    public func subscribeOnMain(_ handler: @escaping @MainActor (Value) -> Void) -> Subscription
+    where Value: Sendable {
+        addSubscriber(queue: .main, handler: .value(mainActorHandler(handler)), sendsCurrentValue: true)
+    }
+
+    /// Calls `handler` with each change (old value, new value, version, timestamp), from the next
+    /// change on, on the thread that delivers it.
+    ///
+    /// Old values are kept only while such a subscriber exists.
+    public func subscribeChanges(_ handler: @escaping @Sendable (StateChange<Value>) -> Void) -> Subscription {
+        addSubscriber(queue: nil, handler: .change(handler), sendsCurrentValue: false)
+    }
+
+    /// Calls `handler` with each change asynchronously on `queue` (which should be serial).
+    public func subscribeChanges(
+        on queue: DispatchQueue,
+        _ handler: @escaping @Sendable (StateChange<Value>) -> Void
+    ) -> Subscription where Value: Sendable {
+        addSubscriber(queue: queue, handler: .change(handler), sendsCurrentValue: false)
+    }
+
+    // MARK: Projections
+
+    /// A read-only view of this container, to hand to code that may watch but not change it.
+    public var readOnly: Observed<Value> {
+        Observed(WholeProjection(root: self))
+    }
+
+    /// A projection of the part at `path`, told only when that part changes.
+    public func observe<Part: Equatable>(_ path: KeyPath<Value, Part>) -> Observed<Part> {
+        Observed(KeyPathProjection(root: self, path: path))
+    }
+
+    /// A writable projection of the part at `path`: writes go through to this container.
+    public func observe<Part: Equatable>(_ path: WritableKeyPath<Value, Part>) -> MutableObserved<Part> {
+        MutableObserved(WritableKeyPathProjection(root: self, path: path))
+    }
+
+    /// `state.member` is `state.observe(\.member)`.
+    public subscript<Part: Equatable>(dynamicMember path: KeyPath<Value, Part>) -> Observed<Part> {
+        observe(path)
+    }
+
+    /// `state.member` is `state.observe(\.member)`, writable when the member is.
+    public subscript<Part: Equatable>(dynamicMember path: WritableKeyPath<Value, Part>) -> MutableObserved<Part> {
+        observe(path)
+    }
+}
+
+extension MonitoredState: @unchecked Sendable where Value: Sendable {}
+
+extension MonitoredState where Value: Sendable {
+    /// The current value, then each new value, as an `AsyncSequence`; a slow consumer gets the
+    /// newest value (see ``StateStream/Buffering/latest``).
+    ///
+    /// ```swift
+    /// for await count in counter.values { print(count) }
+    /// ```
+    public var values: StateStream<Value> {
+        readOnly.values
+    }
+
+    /// The current value, then each new value, buffered as `buffering` says.
+    public func values(buffering: StateStream<Value>.Buffering) -> StateStream<Value> {
+        readOnly.values(buffering: buffering)
+    }
+
+    /// Every change, in order, as an `AsyncSequence` (unbounded buffer).
+    public var changes: StateStream<StateChange<Value>> {
+        readOnly.changes
+    }
+}

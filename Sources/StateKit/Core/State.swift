@@ -1,0 +1,205 @@
+import Foundation
+
+/// A thread-safe container for one piece of state, identified by a key.
+///
+/// `State` is the seed article's container with its races fixed: reads and writes take a real
+/// lock, so a read right after ``modify(_:)-1zs3x`` returns sees the new value, and
+/// ``modify(_:)-6cxyk`` makes read-modify-write atomic.
+///
+/// ```swift
+/// let appRating = State<Int?>(nil, key: "appRating")
+/// appRating.modify(4)
+/// appRating ~> nil
+/// appRating.modify { $0 = ($0 ?? 0) + 1 }   // atomic, loses nothing under contention
+/// ```
+///
+/// Subclasses override ``didModify()`` to react to every change, as in the article; the override
+/// runs after each change, in ``version`` order, never concurrently with itself. To subscribe with
+/// closures, attach listeners or project key paths, use ``MonitoredState``.
+///
+/// > Tip: Derive a new value from the current one with `modify { $0 += 1 }`, not
+/// > `modify(value + 1)`: between the read and the write another thread may write, and its
+/// > update would be lost.
+///
+/// - Note: All operations on `State` are thread-safe. `State` is `Sendable` when `Value` is; a
+///   subclass must restate that conformance (`extension MyState: @unchecked Sendable {}`).
+open class State<Value> {
+    /// The key that identifies this state across the application, in diagnostics, storage and sinks.
+    public let key: String
+
+    @usableFromInline
+    let lock = Lock()
+    @usableFromInline
+    var storedValue: Value
+    @usableFromInline
+    var storedVersion: UInt64 = 0
+    /// Whether a change has anyone to tell (subscribers, projections, listeners or a hook).
+    @usableFromInline
+    var isObserved = false
+    /// Whether some subscriber wants old values and timestamps.
+    @usableFromInline
+    var recordsChanges = false
+    /// `==` when `Value` is `Equatable`: assigning an equal value is then not a change.
+    @usableFromInline
+    let isEqual: ((Value, Value) -> Bool)?
+    /// Checks each write before it lands; see ``MonitoredState/init(_:key:validator:)``.
+    @usableFromInline
+    var validator: ((_ current: Value, _ proposed: Value) throws -> Void)?
+    /// Whether ``didModify()`` is overridden and must run as a hook after each change.
+    var runsHook: Bool
+    var audience = Audience<Value>()
+    var projectionIndex: [AnyKeyPath: ProjectionGroup<Value>] = [:]
+    var pending = PendingQueue<Value>()
+    var isDelivering = false
+
+    /// Creates a container holding `defaultValue`, identified by `key`.
+    ///
+    /// - Parameters:
+    ///   - defaultValue: The initial value.
+    ///   - key: A key unique across the application; it names the state in diagnostics and is
+    ///     what persisted and synced containers store and send it under.
+    public init(_ defaultValue: Value, key: String) {
+        self.key = key
+        self.storedValue = defaultValue
+        self.isEqual = equality(for: Value.self)
+        self.runsHook = false
+        runsHook = !isStateKitType(type(of: self))
+        isObserved = runsHook
+    }
+
+    /// Whether `type` is one of StateKit's own containers, whose ``didModify()`` needs no hook call.
+    func isStateKitType(_ type: AnyClass) -> Bool {
+        type == State<Value>.self || type == MonitoredState<Value>.self
+    }
+
+    /// The current value.
+    @inlinable
+    public var value: Value {
+        lock.lock()
+        defer { lock.unlock() }
+        return storedValue
+    }
+
+    /// How many changes the container has seen: 0 for the initial value, plus one per change.
+    @inlinable
+    public var version: UInt64 {
+        lock.lock()
+        defer { lock.unlock() }
+        return storedVersion
+    }
+
+    /// Replaces the value, unless `Value` is `Equatable` and `newValue` equals it.
+    ///
+    /// Assigning an equal value is not a change: no new version, nobody notified. When the
+    /// container has a validator that rejects the value, the value stays as it was and a
+    /// ``StateDiagnostic/Kind/rejectedWrite`` diagnostic is reported (use
+    /// ``MonitoredState/set(_:)`` to get the error thrown instead).
+    @inlinable
+    public func modify(_ newValue: Value) {
+        lock.lock()
+        if let isEqual, isEqual(storedValue, newValue) {
+            lock.unlock()
+            return
+        }
+        if validator == nil && !isObserved {
+            storedValue = newValue
+            storedVersion &+= 1
+            lock.unlock()
+            return
+        }
+        var rejection: RejectedWriteError?
+        writeLocked(rejection: &rejection) { $0 = newValue }
+        if let rejection { rejection.report() }
+    }
+
+    /// Mutates the value in place, atomically, as one change, and returns what `body` returns.
+    ///
+    /// The body runs under the container's lock, so no other write can come between its read and
+    /// its write: `counter.modify { $0 += 1 }` from many threads loses nothing. Every call is one
+    /// change (a new version, everyone notified), even if the body leaves the value as it was; no
+    /// copy is kept just to compare, so in-place edits of large values stay cheap.
+    ///
+    /// ```swift
+    /// let id = todos.modify { list in
+    ///     list.append(Todo(title: "Ship"))
+    ///     return list.count
+    /// }
+    /// ```
+    ///
+    /// - Warning: Keep the body short, and do not read or write this container from inside it:
+    ///   the lock is not re-entrant.
+    /// - Parameter body: Mutates the value. If it throws, the error is rethrown and whatever it
+    ///   changed before throwing stays, announced as a change, so observers never miss a mutation.
+    /// - Returns: What `body` returns.
+    @inlinable
+    @discardableResult
+    public func modify<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+        lock.lock()
+        if validator == nil && !isObserved {
+            defer {
+                storedVersion &+= 1
+                lock.unlock()
+            }
+            return try body(&storedValue)
+        }
+        var rejection: RejectedWriteError?
+        let result = try writeLocked(rejection: &rejection, body)
+        if let rejection { rejection.report() }
+        return result
+    }
+
+    /// Announces a change; override it to react to every change.
+    ///
+    /// This is the seed's extension point. StateKit calls an override after every change, in
+    /// ``version`` order, never concurrently with itself for one container; `value` read inside it
+    /// is at least as new as the change being announced. Calling `super.didModify()` from an
+    /// override is allowed and does nothing more.
+    ///
+    /// Call it yourself after mutating a reference-type value in place, which the container
+    /// cannot see: it records a change (a new version) and notifies everyone.
+    ///
+    /// ```swift
+    /// currentCEO.value.name = "Tim Cook"
+    /// currentCEO.didModify()
+    /// ```
+    open func didModify() {
+        if DeliveryContext.current.hookTarget == ObjectIdentifier(self) { return }
+        lock.lock()
+        storedVersion &+= 1
+        guard isObserved else {
+            lock.unlock()
+            return
+        }
+        publishLocked(oldValue: recordsChanges ? storedValue : nil, announcedByHand: true)
+    }
+}
+
+extension State: @unchecked Sendable where Value: Sendable {}
+
+extension State: CustomStringConvertible {
+    /// `State(key: value)`.
+    public var description: String {
+        "\(type(of: self))(\(key): \(value))"
+    }
+}
+
+/// `==` for `Value` if it is `Equatable`, found once per container rather than on every write.
+@usableFromInline
+func equality<Value>(for type: Value.Type) -> ((Value, Value) -> Bool)? {
+    guard let equatable = type as? any Equatable.Type else { return nil }
+    return equatable.equality(as: type)
+}
+
+extension Equatable {
+    fileprivate static func equality<Value>(as: Value.Type) -> (Value, Value) -> Bool {
+        { lhs, rhs in
+            withUnsafePointer(to: lhs) { lhs in
+                withUnsafePointer(to: rhs) { rhs in
+                    lhs.withMemoryRebound(to: Self.self, capacity: 1) { lhs in
+                        rhs.withMemoryRebound(to: Self.self, capacity: 1) { rhs in lhs.pointee == rhs.pointee }
+                    }
+                }
+            }
+        }
+    }
+}

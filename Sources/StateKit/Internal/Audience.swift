@@ -1,0 +1,18 @@
+/// Everyone a container tells about a change. Copied under the lock, read outside it.
+@usableFromInline
+struct Audience<Value> {
+    var subscribers: ContiguousArray<Subscriber<Value>> = []
+    var projections: ContiguousArray<ProjectionGroup<Value>> = []
+    var listeners: ContiguousArray<WeakListener> = []
+    /// Subscribers that want ``StateChange`` records (old value, timestamp).
+    var changeSubscriberCount = 0
+
+    var isEmpty: Bool {
+        subscribers.isEmpty && projections.isEmpty && listeners.isEmpty
+    }
+}
+
+/// A listener held weakly, as the seed's `NSHashTable.weakObjects()` did.
+struct WeakListener {
+    weak var listener: (any StateListener)?
+}

@@ -1,0 +1,52 @@
+import Foundation
+
+/// A change waiting to be delivered, as recorded by the write that made it.
+@usableFromInline
+struct PendingChange<Value> {
+    /// Kept only when a subscriber wants old values (copying it otherwise would make in-place
+    /// edits of large values O(n)).
+    var oldValue: Value?
+    var newValue: Value
+    var version: UInt64
+    /// Taken only when a subscriber wants timestamps.
+    var timestamp: Date?
+    /// How many handler-triggered writes led here (0 for a write made outside any handler).
+    var depth: Int
+    /// A change announced by calling `didModify()` by hand: the override already ran.
+    var isAnnouncedByHand: Bool
+}
+
+/// Something a container's deliverer must do, in order.
+@usableFromInline
+enum PendingItem<Value> {
+    /// Deliver a change to everyone.
+    case change(PendingChange<Value>)
+    /// Hand a new subscriber the value current when it subscribed.
+    case initialValue(depth: Int, deliver: () -> Void)
+}
+
+/// A FIFO of pending items that releases each item as soon as it is taken.
+@usableFromInline
+struct PendingQueue<Value> {
+    private var items: [PendingItem<Value>?] = []
+    private var head = 0
+
+    mutating func append(_ item: PendingItem<Value>) {
+        items.append(item)
+    }
+
+    mutating func popFirst() -> PendingItem<Value>? {
+        guard head < items.count else { return nil }
+        let item = items[head]
+        items[head] = nil
+        head += 1
+        if head == items.count {
+            items.removeAll(keepingCapacity: items.count <= 64)
+            head = 0
+        } else if head >= 1024 && head * 2 >= items.count {
+            items.removeFirst(head)
+            head = 0
+        }
+        return item
+    }
+}

@@ -1,0 +1,265 @@
+import Dispatch
+import Foundation
+
+/// The change dispatcher: how a write becomes a notification, in order, without recursion.
+///
+/// Rules (see the "Delivery semantics" article):
+/// - A write updates the value and version under the lock, so a read after it returns sees it.
+/// - One thread at a time delivers a container (`isDelivering`). A write made while another
+///   thread delivers is queued in `pending` and delivered by that thread, in version order; the
+///   writer returns at once and never waits for another thread's handlers.
+/// - Handlers run outside the lock. A write made inside a handler is queued, on its own container
+///   or, through the thread's ``DeliveryContext``, on another one, and delivered after the current
+///   delivery: no recursion, no stack growth.
+/// - Each queued change remembers its chain depth; a change past
+///   ``StateDiagnostics/maximumChainDepth`` is written but not delivered, which ends a cycle.
+extension State: PendingDelivery, SubscriberOwner {
+    /// Applies `body` to the value as one change, validating it first when there is a validator.
+    ///
+    /// Called with the lock held; returns (or rethrows) with it released. A rejected change leaves
+    /// value and version as they were and sets `rejection`.
+    @usableFromInline
+    final func writeLocked<Result>(
+        rejection: inout RejectedWriteError?,
+        _ body: (inout Value) throws -> Result
+    ) rethrows -> Result {
+        if let validator {
+            var proposed = storedValue
+            let result: Result
+            do {
+                result = try body(&proposed)
+            } catch {
+                lock.unlock()
+                throw error
+            }
+            do {
+                try validator(storedValue, proposed)
+            } catch {
+                lock.unlock()
+                rejection = RejectedWriteError(key: key, reason: error)
+                return result
+            }
+            let oldValue = recordsChanges ? storedValue : nil
+            storedValue = proposed
+            commitLocked(oldValue: oldValue)
+            return result
+        }
+        let oldValue = recordsChanges ? storedValue : nil
+        let result: Result
+        do {
+            result = try body(&storedValue)
+        } catch {
+            commitLocked(oldValue: oldValue)
+            throw error
+        }
+        commitLocked(oldValue: oldValue)
+        return result
+    }
+
+    /// Counts the change just made and publishes it. Called with the lock held; releases it.
+    final func commitLocked(oldValue: Value?) {
+        storedVersion &+= 1
+        if isObserved {
+            publishLocked(oldValue: oldValue)
+        } else {
+            lock.unlock()
+        }
+    }
+
+    /// Records the change at the current version for delivery. Called with the lock held; releases it.
+    final func publishLocked(oldValue: Value?, announcedByHand: Bool = false) {
+        let context = DeliveryContext.current
+        let change = PendingChange(
+            oldValue: oldValue,
+            newValue: storedValue,
+            version: storedVersion,
+            timestamp: recordsChanges ? Date() : nil,
+            depth: context.isDelivering ? context.depth + 1 : 0,
+            isAnnouncedByHand: announcedByHand
+        )
+        scheduleLocked(.change(change), in: context)
+    }
+
+    /// Delivers `item` now if nobody is delivering this container and this thread is not inside a
+    /// handler; otherwise queues it for whoever will. Called with the lock held; releases it.
+    final func scheduleLocked(_ item: PendingItem<Value>, in context: DeliveryContext) {
+        if isDelivering {
+            pending.append(item)
+            lock.unlock()
+            return
+        }
+        isDelivering = true
+        if context.isDelivering {
+            pending.append(item)
+            lock.unlock()
+            context.enqueue(self)
+            return
+        }
+        let audience = self.audience
+        lock.unlock()
+        context.runOutermost {
+            perform(item, for: audience, in: context)
+            deliverPending(in: context)
+        }
+    }
+
+    /// Delivers everything queued for this container, then gives up the right to deliver.
+    @usableFromInline
+    func deliverPending(in context: DeliveryContext) {
+        while true {
+            lock.lock()
+            guard let item = pending.popFirst() else {
+                isDelivering = false
+                lock.unlock()
+                return
+            }
+            let audience = self.audience
+            lock.unlock()
+            perform(item, for: audience, in: context)
+        }
+    }
+
+    private func perform(_ item: PendingItem<Value>, for audience: Audience<Value>, in context: DeliveryContext) {
+        switch item {
+        case .change(let change):
+            deliver(change, to: audience, in: context)
+        case .initialValue(let depth, let deliver):
+            context.depth = depth
+            deliver()
+        }
+    }
+
+    private func deliver(_ change: PendingChange<Value>, to audience: Audience<Value>, in context: DeliveryContext) {
+        if change.depth > 0 && !admitChainStep(change, in: context) { return }
+        context.depth = change.depth
+        if runsHook && !change.isAnnouncedByHand {
+            let saved = context.hookTarget
+            context.hookTarget = ObjectIdentifier(self)
+            didModify()
+            context.hookTarget = saved
+        }
+        for subscriber in audience.subscribers where subscriber.startVersion < change.version {
+            subscriber.receive(record(of: change), value: change.newValue, depth: change.depth)
+        }
+        for group in audience.projections where group.createdVersion < change.version {
+            group.evaluate(change.newValue, version: change.version, timestamp: change.timestamp, depth: change.depth)
+        }
+        if !audience.listeners.isEmpty {
+            notify(audience.listeners)
+        }
+    }
+
+    private func record(of change: PendingChange<Value>) -> StateChange<Value> {
+        StateChange(
+            key: key,
+            oldValue: change.oldValue ?? change.newValue,
+            newValue: change.newValue,
+            version: change.version,
+            timestamp: change.timestamp ?? Date()
+        )
+    }
+
+    /// Whether a handler-triggered change may be delivered, or is the step that closes a cycle.
+    private func admitChainStep(_ change: PendingChange<Value>, in context: DeliveryContext) -> Bool {
+        let limit = StateDiagnostics.maximumChainDepth
+        if change.depth + 16 > limit { context.noteChainStep(key) }
+        guard change.depth > limit else { return true }
+        var keys: [String] = []
+        for key in context.recentKeys where !keys.contains(key) { keys.append(key) }
+        if !keys.contains(key) { keys.append(key) }
+        StateDiagnostics.report(
+            StateDiagnostic(
+                kind: .cycle,
+                keys: keys,
+                message: "containers kept updating each other: \(change.depth) handler-triggered writes in a row "
+                    + "exceeded StateDiagnostics.maximumChainDepth (\(limit)); version \(change.version) of '\(key)' "
+                    + "was written but not delivered, which ends the cycle"
+            )
+        )
+        return false
+    }
+
+    /// Tells the seed's listeners, each on its own queue, as the article's `MonitoredState` did.
+    private func notify(_ listeners: ContiguousArray<WeakListener>) {
+        let state = UncheckedSendable(self)
+        var sawReleased = false
+        for entry in listeners {
+            guard let listener = entry.listener else {
+                sawReleased = true
+                continue
+            }
+            let target = UncheckedSendable(listener)
+            listener.stateListenerQueue.async { target.value.stateModified(state.value) }
+        }
+        if sawReleased {
+            lock.withLock {
+                audience.listeners.removeAll { $0.listener == nil }
+                refreshLocked()
+            }
+        }
+    }
+
+    /// Adds a subscriber and, if asked, hands it the current value, in order with any delivery
+    /// in progress.
+    final func addSubscriber(
+        queue: DispatchQueue?,
+        handler: Subscriber<Value>.Handler,
+        sendsCurrentValue: Bool
+    ) -> Subscription {
+        let context = DeliveryContext.current
+        lock.lock()
+        let subscriber = Subscriber(startVersion: storedVersion, queue: queue, handler: handler)
+        subscriber.owner = self
+        audience.subscribers.append(subscriber)
+        if subscriber.wantsChanges { audience.changeSubscriberCount += 1 }
+        refreshLocked()
+        let subscription = Subscription(subscriber)
+        if sendsCurrentValue {
+            scheduleInitialValueLocked(storedValue, to: subscriber, in: context)
+        } else {
+            lock.unlock()
+        }
+        return subscription
+    }
+
+    /// Queues (or makes) the first call of a new subscriber. Called with the lock held; releases it.
+    final func scheduleInitialValueLocked<Element>(
+        _ current: Element,
+        to subscriber: Subscriber<Element>,
+        in context: DeliveryContext
+    ) {
+        let version = storedVersion
+        let key = self.key
+        let depth = context.isDelivering ? context.depth : 0
+        let deliver = {
+            subscriber.receive(
+                StateChange(key: key, oldValue: current, newValue: current, version: version, timestamp: Date()),
+                value: current,
+                depth: depth
+            )
+        }
+        scheduleLocked(.initialValue(depth: depth, deliver: deliver), in: context)
+    }
+
+    func remove(_ entry: SubscriptionEntry) {
+        lock.lock()
+        defer { lock.unlock() }
+        if let group = entry.group {
+            group.removeLocked(entry)
+            if group.isEmptyLocked {
+                projectionIndex[group.path] = nil
+                audience.projections.removeAll { $0 === group }
+            }
+        } else if let index = audience.subscribers.firstIndex(where: { $0 === entry }) {
+            if audience.subscribers[index].wantsChanges { audience.changeSubscriberCount -= 1 }
+            audience.subscribers.remove(at: index)
+        }
+        refreshLocked()
+    }
+
+    /// Recomputes the fast-path flags after the audience changed. Called with the lock held.
+    final func refreshLocked() {
+        isObserved = runsHook || !audience.isEmpty
+        recordsChanges = audience.changeSubscriberCount > 0
+    }
+}

@@ -1,0 +1,92 @@
+// StateKit's operators. The only file that declares one.
+//
+// `~>` (assign or mutate) reuses the standard library's declaration
+// (`infix operator ~> : DefaultPrecedence`); declaring it again would make every use in client
+// code ambiguous. It binds as tightly as DefaultPrecedence: a compound right-hand side needs
+// parentheses (`count ~> (a + b)`, `name ~> (typed ?? "")`), while `count ~> -7` and
+// `count ~> f(x)` work as written.
+//
+// `<~` (bind) is StateKit's own and binds tighter than assignment, like ReactiveSwift's.
+
+/// Assigns `newValue` to `state` (the seed's operator); equal values change nothing.
+///
+/// ```swift
+/// appRating ~> 4
+/// appRating ~> nil
+/// count ~> (count.value + 1)   // parentheses: `~>` has DefaultPrecedence
+/// ```
+@inlinable
+public func ~> <Value>(state: State<Value>, newValue: Value) {
+    state.modify(newValue)
+}
+
+/// Mutates `state` in place, atomically, as one change: `modify` with `body`.
+///
+/// ```swift
+/// cart ~> { $0.items.append(item) }
+/// ```
+@inlinable
+public func ~> <Value>(state: State<Value>, body: (inout Value) -> Void) {
+    state.modify(body)
+}
+
+/// Writes `newValue` through a projection to its container, as one change; equal values change nothing.
+///
+/// ```swift
+/// app.user.name ~> "Tim"
+/// ```
+public func ~> <Value: Equatable>(projection: MutableObserved<Value>, newValue: Value) {
+    projection.modify(newValue)
+}
+
+/// Mutates the projected part in place, atomically, as one change of its container.
+///
+/// ```swift
+/// app.user.tags ~> { $0.insert("admin") }
+/// ```
+public func ~> <Value>(projection: MutableObserved<Value>, body: (inout Value) -> Void) {
+    projection.modify(body)
+}
+
+/// `<~` binds tighter than assignment, so `let s = a <~ b` keeps the binding's subscription.
+precedencegroup StateBindingPrecedence {
+    associativity: right
+    higherThan: AssignmentPrecedence
+}
+
+/// Binds a target to a source: the target takes the source's current value at once, then every
+/// new one, until the returned subscription is cancelled or released.
+infix operator <~ : StateBindingPrecedence
+
+/// Binds `target` to `source`: copies the source's current value into the target now and on
+/// every change.
+///
+/// The binding keeps the target alive and lasts as long as the returned token. Bindings that
+/// loop back (`a <~ b` and `b <~ a`) settle once values are equal; a loop that never settles is
+/// cut by the cycle guard (``StateDiagnostics/maximumChainDepth``), not a hang.
+///
+/// ```swift
+/// let binding = settings.theme <~ systemTheme
+/// ```
+///
+/// - Returns: The binding's subscription.
+public func <~ <Value: Sendable>(target: State<Value>, source: MonitoredState<Value>) -> Subscription {
+    source.subscribe { target.modify($0) }
+}
+
+/// Binds `target` to the projection `source` (see `<~` for containers).
+public func <~ <Value: Sendable>(target: State<Value>, source: Observed<Value>) -> Subscription {
+    source.subscribe { target.modify($0) }
+}
+
+/// Binds the writable projection `target` to `source` (see `<~` for containers).
+public func <~ <Value: Equatable & Sendable>(target: MutableObserved<Value>, source: MonitoredState<Value>)
+    -> Subscription
+{
+    source.subscribe { target.modify($0) }
+}
+
+/// Binds the writable projection `target` to the projection `source` (see `<~` for containers).
+public func <~ <Value: Equatable & Sendable>(target: MutableObserved<Value>, source: Observed<Value>) -> Subscription {
+    source.subscribe { target.modify($0) }
+}

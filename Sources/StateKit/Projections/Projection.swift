@@ -1,0 +1,154 @@
+import Dispatch
+
+/// What an ``Observed`` value looks at: a whole container, or one key path of it.
+@usableFromInline
+protocol Projection<Value>: Sendable {
+    associatedtype Value
+    var key: String { get }
+    func read() -> Value
+    func subscribe(queue: DispatchQueue?, handler: Subscriber<Value>.Handler, sendsCurrentValue: Bool) -> Subscription
+    func appending<Part: Equatable>(_ path: KeyPath<Value, Part>) -> any Projection<Part>
+}
+
+/// A projection that writes through to its container.
+@usableFromInline
+protocol WritableProjection<Value>: Projection {
+    func assign(_ newValue: Value) -> RejectedWriteError?
+    func modify<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result
+    func update<Result>(_ body: (inout Value) throws -> Result) throws -> Result
+    func appending<Part: Equatable>(writable path: WritableKeyPath<Value, Part>) -> any WritableProjection<Part>
+}
+
+/// A read-only view of a whole container: its own subscribers, no comparison.
+struct WholeProjection<Root>: Projection, @unchecked Sendable {
+    let root: MonitoredState<Root>
+
+    var key: String { root.key }
+
+    func read() -> Root { root.value }
+
+    func subscribe(queue: DispatchQueue?, handler: Subscriber<Root>.Handler, sendsCurrentValue: Bool) -> Subscription {
+        root.addSubscriber(queue: queue, handler: handler, sendsCurrentValue: sendsCurrentValue)
+    }
+
+    func appending<Part: Equatable>(_ path: KeyPath<Root, Part>) -> any Projection<Part> {
+        KeyPathProjection(root: root, path: path)
+    }
+}
+
+/// One key path of a container, told only when its part changes.
+struct KeyPathProjection<Root, Value: Equatable>: Projection, @unchecked Sendable {
+    let root: MonitoredState<Root>
+    let path: KeyPath<Root, Value>
+
+    var key: String { root.key + pathSuffix(path) }
+
+    func read() -> Value { root.read(path) }
+
+    func subscribe(queue: DispatchQueue?, handler: Subscriber<Value>.Handler, sendsCurrentValue: Bool) -> Subscription {
+        root.addSubscriber(to: path, key: key, queue: queue, handler: handler, sendsCurrentValue: sendsCurrentValue)
+    }
+
+    func appending<Part: Equatable>(_ path: KeyPath<Value, Part>) -> any Projection<Part> {
+        KeyPathProjection<Root, Part>(root: root, path: self.path.appending(path: path))
+    }
+}
+
+/// One writable key path of a container.
+struct WritableKeyPathProjection<Root, Value: Equatable>: WritableProjection, @unchecked Sendable {
+    let root: MonitoredState<Root>
+    let path: WritableKeyPath<Root, Value>
+
+    private var readOnly: KeyPathProjection<Root, Value> { KeyPathProjection(root: root, path: path) }
+
+    var key: String { readOnly.key }
+
+    func read() -> Value { root.read(path) }
+
+    func subscribe(queue: DispatchQueue?, handler: Subscriber<Value>.Handler, sendsCurrentValue: Bool) -> Subscription {
+        readOnly.subscribe(queue: queue, handler: handler, sendsCurrentValue: sendsCurrentValue)
+    }
+
+    func appending<Part: Equatable>(_ path: KeyPath<Value, Part>) -> any Projection<Part> {
+        readOnly.appending(path)
+    }
+
+    func appending<Part: Equatable>(writable path: WritableKeyPath<Value, Part>) -> any WritableProjection<Part> {
+        WritableKeyPathProjection<Root, Part>(root: root, path: self.path.appending(path: path))
+    }
+
+    func assign(_ newValue: Value) -> RejectedWriteError? {
+        root.assign(newValue, at: path)
+    }
+
+    func modify<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+        try root.modify { try body(&$0[keyPath: path]) }
+    }
+
+    func update<Result>(_ body: (inout Value) throws -> Result) throws -> Result {
+        try root.update { try body(&$0[keyPath: path]) }
+    }
+}
+
+/// `".user.name"` for `\App.user.name`: what a projection adds to its container's key.
+func pathSuffix(_ path: AnyKeyPath) -> String {
+    var text = String(describing: path)
+    if text.hasPrefix("\\") { text.removeFirst() }
+    let rootName = String(describing: type(of: path).rootType)
+    if text.hasPrefix(rootName) { text.removeFirst(rootName.count) }
+    return text
+}
+
+extension State {
+    /// The part of the current value at `path`.
+    func read<Part>(_ path: KeyPath<Value, Part>) -> Part {
+        lock.lock()
+        defer { lock.unlock() }
+        return storedValue[keyPath: path]
+    }
+
+    /// Writes `newValue` at `path` as one change of the whole value, unless the part is already equal.
+    func assign<Part: Equatable>(_ newValue: Part, at path: WritableKeyPath<Value, Part>) -> RejectedWriteError? {
+        lock.lock()
+        if storedValue[keyPath: path] == newValue {
+            lock.unlock()
+            return nil
+        }
+        var rejection: RejectedWriteError?
+        writeLocked(rejection: &rejection) { $0[keyPath: path] = newValue }
+        return rejection
+    }
+
+    /// Subscribes to the part at `path`, joining the group of projections that share it.
+    func addSubscriber<Part: Equatable>(
+        to path: KeyPath<Value, Part>,
+        key: String,
+        queue: DispatchQueue?,
+        handler: Subscriber<Part>.Handler,
+        sendsCurrentValue: Bool
+    ) -> Subscription {
+        let context = DeliveryContext.current
+        lock.lock()
+        let current = storedValue[keyPath: path]
+        let group: KeyPathGroup<Value, Part>
+        if let existing = projectionIndex[path] {
+            group = unsafeDowncast(existing, to: KeyPathGroup<Value, Part>.self)
+        } else {
+            group = KeyPathGroup(keyPath: path, key: key, current: current, version: storedVersion, lock: lock)
+            projectionIndex[path] = group
+            audience.projections.append(group)
+        }
+        let subscriber = Subscriber(startVersion: storedVersion, queue: queue, handler: handler)
+        subscriber.owner = self
+        subscriber.group = group
+        group.subscribers.append(subscriber)
+        refreshLocked()
+        let subscription = Subscription(subscriber)
+        if sendsCurrentValue {
+            scheduleInitialValueLocked(current, to: subscriber, in: context)
+        } else {
+            lock.unlock()
+        }
+        return subscription
+    }
+}

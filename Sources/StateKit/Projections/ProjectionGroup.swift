@@ -1,0 +1,70 @@
+import Foundation
+
+/// The bookkeeping a container keeps for one projected key path while it has subscribers.
+///
+/// All projections of one key path on one container share a group, so the path is read and
+/// compared once per change however many `Observed` values look at it. The container's lock
+/// guards the subscriber list; `last` is touched only by the thread delivering the container.
+@usableFromInline
+class ProjectionGroupBase {
+    let path: AnyKeyPath
+    /// The container's version when the group was made; older changes are not its business.
+    let createdVersion: UInt64
+
+    init(path: AnyKeyPath, createdVersion: UInt64) {
+        self.path = path
+        self.createdVersion = createdVersion
+    }
+
+    var isEmptyLocked: Bool { fatalError("abstract") }
+
+    func removeLocked(_ entry: SubscriptionEntry) { fatalError("abstract") }
+}
+
+/// A projection group for a container of `Root`.
+@usableFromInline
+class ProjectionGroup<Root>: ProjectionGroupBase {
+    /// Reads the group's part of `root` and, if it changed, tells the group's subscribers.
+    func evaluate(_ root: Root, version: UInt64, timestamp: Date?, depth: Int) { fatalError("abstract") }
+}
+
+/// The group of projections of `path`.
+final class KeyPathGroup<Root, Part: Equatable>: ProjectionGroup<Root> {
+    let keyPath: KeyPath<Root, Part>
+    let key: String
+    unowned let lock: Lock
+    var subscribers: ContiguousArray<Subscriber<Part>> = []
+    private var last: Part
+
+    init(keyPath: KeyPath<Root, Part>, key: String, current: Part, version: UInt64, lock: Lock) {
+        self.keyPath = keyPath
+        self.key = key
+        self.last = current
+        self.lock = lock
+        super.init(path: keyPath, createdVersion: version)
+    }
+
+    override var isEmptyLocked: Bool { subscribers.isEmpty }
+
+    override func removeLocked(_ entry: SubscriptionEntry) {
+        subscribers.removeAll { $0 === entry }
+    }
+
+    override func evaluate(_ root: Root, version: UInt64, timestamp: Date?, depth: Int) {
+        let part = root[keyPath: keyPath]
+        if part == last { return }
+        let oldPart = last
+        last = part
+        lock.lock()
+        let subscribers = self.subscribers
+        lock.unlock()
+        for subscriber in subscribers where subscriber.startVersion < version {
+            subscriber.receive(
+                StateChange(
+                    key: key, oldValue: oldPart, newValue: part, version: version, timestamp: timestamp ?? Date()),
+                value: part,
+                depth: depth
+            )
+        }
+    }
+}

@@ -1,0 +1,141 @@
+import Dispatch
+import Synchronization
+
+/// A token for a subscription: keep it to keep receiving, cancel or release it to stop.
+///
+/// A subscription cancels itself when the token is deallocated, so handlers live exactly as long
+/// as their owner keeps the token. Tokens are `Hashable`, so an owner can keep many in a
+/// `Set<Subscription>`:
+///
+/// ```swift
+/// var subscriptions = Set<Subscription>()
+/// counter.subscribe { print("count is \($0)") }.store(in: &subscriptions)
+/// ```
+///
+/// After ``cancel()`` returns, the handler is not called again (a call already running on another
+/// thread finishes), and the container drops the handler and everything it captured.
+///
+/// - Note: All operations on `Subscription` are thread-safe.
+public final class Subscription: Hashable, @unchecked Sendable {
+    private let entry: Atomic<UnsafeMutableRawPointer?>
+
+    init(_ entry: SubscriptionEntry) {
+        self.entry = Atomic(Unmanaged.passRetained(entry).toOpaque())
+    }
+
+    deinit {
+        cancel()
+    }
+
+    /// Stops the subscription. Calling it more than once does nothing.
+    public func cancel() {
+        guard let pointer = entry.exchange(nil, ordering: .acquiringAndReleasing) else { return }
+        let entry = Unmanaged<SubscriptionEntry>.fromOpaque(pointer)
+        entry.takeUnretainedValue().cancel()
+        entry.release()
+    }
+
+    /// Whether the subscription is still live.
+    public var isActive: Bool {
+        entry.load(ordering: .acquiring) != nil
+    }
+
+    /// Keeps the token in `set`, so the subscription lasts as long as the set holds it.
+    public func store(in set: inout Set<Subscription>) {
+        set.insert(self)
+    }
+
+    /// Tokens are equal only to themselves.
+    public static func == (lhs: Subscription, rhs: Subscription) -> Bool {
+        lhs === rhs
+    }
+
+    /// Hashes the token's identity.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(ObjectIdentifier(self))
+    }
+}
+
+/// Something that holds subscribers and can drop one.
+protocol SubscriberOwner: AnyObject {
+    func remove(_ entry: SubscriptionEntry)
+}
+
+/// A subscriber's life: active until cancelled, then removed from its owner.
+@usableFromInline
+class SubscriptionEntry: @unchecked Sendable {
+    private let active = Atomic<Bool>(true)
+    /// The container that delivers to this subscriber; weak, so tokens never keep containers alive.
+    weak var owner: (any SubscriberOwner)?
+    /// The projection group this subscriber belongs to, or `nil` for the container's own subscribers.
+    weak var group: ProjectionGroupBase?
+    /// The version current when the subscriber joined; it is handed no change at or before it.
+    let startVersion: UInt64
+
+    init(startVersion: UInt64) {
+        self.startVersion = startVersion
+    }
+
+    @usableFromInline
+    final var isActive: Bool {
+        active.load(ordering: .acquiring)
+    }
+
+    final func cancel() {
+        guard active.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        owner?.remove(self)
+    }
+}
+
+/// A subscriber to values of type `Element`: where its handler runs and what it is handed.
+@usableFromInline
+final class Subscriber<Element>: SubscriptionEntry, @unchecked Sendable {
+    @usableFromInline
+    enum Handler {
+        case value((Element) -> Void)
+        case change((StateChange<Element>) -> Void)
+    }
+
+    @usableFromInline
+    let handler: Handler
+    /// `nil` delivers synchronously on the delivering thread.
+    let queue: DispatchQueue?
+
+    init(startVersion: UInt64, queue: DispatchQueue?, handler: Handler) {
+        self.handler = handler
+        self.queue = queue
+        super.init(startVersion: startVersion)
+    }
+
+    /// Whether this subscriber wants old values and timestamps, not just new values.
+    var wantsChanges: Bool {
+        if case .change = handler { return true }
+        return false
+    }
+
+    /// Hands `change` to the handler, on its queue if it has one. `depth` is the change's place in
+    /// a chain of handler-triggered writes.
+    @usableFromInline
+    func receive(_ change: @autoclosure () -> StateChange<Element>, value: Element, depth: Int) {
+        guard isActive else { return }
+        guard let queue else {
+            switch handler {
+            case .value(let body): body(value)
+            case .change(let body): body(change())
+            }
+            return
+        }
+        let call: () -> Void
+        switch handler {
+        case .value(let body): call = { body(value) }
+        case .change(let body):
+            let record = change()
+            call = { body(record) }
+        }
+        let delivery = UncheckedSendable(call)
+        queue.async { [self] in
+            guard isActive else { return }
+            DeliveryContext.current.run(atDepth: depth) { delivery.value() }
+        }
+    }
+}

@@ -1,0 +1,24 @@
+import StateKit
+
+/// One part of the guided tour: a name for `--help`, and what it shows.
+struct TourSection {
+    let name: String
+    let summary: String
+    let run: () async throws -> Void
+}
+
+let sections: [TourSection] = [
+    seedArticleSection
+]
+
+let arguments = CommandLine.arguments.dropFirst()
+if arguments.contains("--help") || arguments.contains("-h") {
+    print("usage: statekit-demo [section ...]\n\nSections (all run when none is named):")
+    for section in sections { print("  \(section.name.padding(toLength: 14, withPad: " ", startingAt: 0)) \(section.summary)") }
+} else {
+    let chosen = arguments.isEmpty ? sections : sections.filter { arguments.contains($0.name) }
+    for section in chosen {
+        print("\n== \(section.name): \(section.summary)")
+        try await section.run()
+    }
+}
