@@ -1,10 +1,10 @@
 import StateKit
 
 /// One part of the guided tour: a name for `--help`, and what it shows.
-struct TourSection {
+struct TourSection: Sendable {
     let name: String
     let summary: String
-    let run: () async throws -> Void
+    let run: @Sendable () async throws -> Void
 }
 
 let sections: [TourSection] = [
