@@ -72,6 +72,16 @@ open class State<Value> {
         type == State<Value>.self || type == MonitoredState<Value>.self
     }
 
+    /// For StateKit subclasses that do not override ``didModify()``: skips the hook call (and keeps
+    /// the fast write path) unless the instance is of a user subclass, which may override it.
+    func disableHook(ifInstanceOf type: AnyClass) {
+        guard Swift.type(of: self) == type else { return }
+        lock.withLock {
+            runsHook = false
+            refreshLocked()
+        }
+    }
+
     /// The current value.
     @inlinable
     public var value: Value {
