@@ -1,0 +1,27 @@
+import Foundation
+import Testing
+
+/// Waits for `semaphore`, failing the test (instead of hanging) if it is not signalled in time.
+func waitFor(
+    _ semaphore: DispatchSemaphore,
+    _ what: String,
+    seconds: Double = 30,
+    sourceLocation: SourceLocation = #_sourceLocation
+) {
+    let result = semaphore.wait(timeout: .now() + seconds)
+    #expect(result == .success, "timed out waiting for \(what)", sourceLocation: sourceLocation)
+}
+
+/// Runs `body` on `count` real threads at once and returns when all have finished.
+func onThreads(_ count: Int, stackSize: Int? = nil, _ body: @escaping @Sendable (Int) -> Void) {
+    let done = DispatchSemaphore(value: 0)
+    for index in 0..<count {
+        let thread = Thread {
+            body(index)
+            done.signal()
+        }
+        if let stackSize { thread.stackSize = stackSize }
+        thread.start()
+    }
+    for _ in 0..<count { waitFor(done, "thread to finish") }
+}
