@@ -232,6 +232,7 @@ final class QueueListener: StateListener, @unchecked Sendable {
         #expect(state.allListeners.count == 1)
         state.modify(1)
         waitFor(listener!.called, "listener")
+        listener?.stateListenerQueue.sync {}
         #expect(listener?.calls.all == [state.key])
         listener = nil
         #expect(weakListener == nil)
