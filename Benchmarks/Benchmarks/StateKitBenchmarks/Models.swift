@@ -1,0 +1,39 @@
+import Observation
+
+/// Number of projections in the fan-out and same-path scenarios.
+let projectionCount = 1_000
+
+/// A value with many independently projectable parts: `\.cells[i]` is a distinct key path per `i`.
+struct Grid: Equatable, Sendable {
+    var cells = [Int](repeating: 0, count: projectionCount)
+}
+
+/// Counts how often ``Tally/counted`` is evaluated; deliveries run on the writing thread.
+nonisolated(unsafe) var countedEvaluations = 0
+
+/// A value whose projected part is a computed property that counts its own evaluations.
+struct Tally: Equatable, Sendable {
+    var total = 0
+
+    var counted: Int {
+        countedEvaluations &+= 1
+        return total
+    }
+}
+
+/// The Observation peer's model for the projection scenarios.
+@Observable
+final class ObservableGrid: @unchecked Sendable {
+    var cells = [Int](repeating: 0, count: projectionCount)
+}
+
+/// The Observation peer's model for the same-path scenario.
+@Observable
+final class ObservableTally: @unchecked Sendable {
+    var total = 0
+
+    var counted: Int {
+        countedEvaluations &+= 1
+        return total
+    }
+}

@@ -1,0 +1,220 @@
+import Benchmark
+import Dispatch
+import OpenCombine
+import StateKit
+
+// Names are "<scenario>/<peer>"; Scripts/ratios.py divides each peer's median by the Floor's.
+
+let lostUpdates = BenchmarkMetric.custom("lost updates per 1000", useScalingFactor: false)
+let pathEvaluations = BenchmarkMetric.custom("path evaluations per write", useScalingFactor: false)
+
+let benchmarks: @Sendable () -> Void = {
+    Benchmark.defaultConfiguration = .init(
+        metrics: [.wallClock, .mallocCountTotal, .mallocBytesCount],
+        warmupIterations: 3,
+        scalingFactor: .kilo,
+        maxDuration: .milliseconds(300),
+        maxIterations: 300
+    )
+    registerScalarScenarios(FloorPeer.self)
+    registerScalarScenarios(StateKitPeer.self)
+    registerScalarScenarios(SeedPeer.self)
+    registerScalarScenarios(CombinePeer.self)
+    registerScalarScenarios(ObservationPeer.self)
+    registerFanOut()
+    registerSamePath()
+    registerContention()
+}
+
+/// Scenarios 1, 2, 6 and 7 for one peer.
+func registerScalarScenarios<P: Peer>(_ type: P.Type) {
+    let handler: @Sendable (Int) -> Void = { blackHole($0) }
+
+    let reader = P()
+    Benchmark("1 read/\(P.name)") { benchmark in
+        for _ in benchmark.scaledIterations { blackHole(reader.current) }
+    }
+
+    for subscriberCount in [0, 1, 10] {
+        let peer = P()
+        let tokens = (0..<subscriberCount).map { _ in peer.listen(handler) }
+        var next = 0
+        Benchmark("2 write, \(subscriberCount) subscribers/\(P.name)") { benchmark in
+            for _ in benchmark.scaledIterations {
+                next &+= 1
+                peer.write(next)
+            }
+            peer.drain()
+            blackHole(tokens)
+        }
+    }
+
+    // Observation cannot remove a registration, so churn would only pile registrations up.
+    if P.self != ObservationPeer.self {
+        let churned = P()
+        Benchmark("6 subscribe+cancel/\(P.name)") { benchmark in
+            for _ in benchmark.scaledIterations {
+                let token = churned.listen(handler)
+                churned.cancel(token)
+            }
+        }
+    }
+
+    Benchmark(
+        "7 subscribe (kept)/\(P.name)",
+        configuration: .init(maxIterations: 50)
+    ) { benchmark in
+        let peer = P()
+        var tokens: [P.Token] = []
+        tokens.reserveCapacity(benchmark.scaledIterations.count)
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations { tokens.append(peer.listen(handler)) }
+        benchmark.stopMeasurement()
+        for token in tokens { peer.cancel(token) }
+    }
+}
+
+/// Scenario 3: 1,000 projections on distinct key paths; each write changes one of them.
+func registerFanOut() {
+    let configuration = Benchmark.Configuration(scalingFactor: .one, maxIterations: 3_000)
+    let handler: @Sendable (Int) -> Void = { blackHole($0) }
+
+    let floor = Floor(Grid())
+    let floorTokens = (0..<projectionCount).map { index in
+        let projection = FloorProjection(initial: Grid(), read: { $0.cells[index] }, handler: handler)
+        return floor.subscribe { projection.evaluate($0) }
+    }
+    var floorNext = 0
+    Benchmark("3 fan-out 1,000 paths/Floor", configuration: configuration) { _ in
+        floorNext &+= 1
+        let cell = floorNext % projectionCount
+        floor.modify { $0.cells[cell] &+= 1 }
+        blackHole(floorTokens)
+    }
+
+    let state = MonitoredState(Grid(), key: "benchmark.grid")
+    let stateTokens = (0..<projectionCount).map { index in
+        state.observe(\Grid.cells[index]).subscribe(handler)
+    }
+    var stateNext = 0
+    Benchmark("3 fan-out 1,000 paths/StateKit", configuration: configuration) { _ in
+        stateNext &+= 1
+        let cell = stateNext % projectionCount
+        state.modify { $0.cells[cell] &+= 1 }
+        blackHole(stateTokens)
+    }
+
+    let subject = CurrentValueSubject<Grid, Never>(Grid())
+    let subjectTokens = (0..<projectionCount).map { index in
+        subject.map { $0.cells[index] }.removeDuplicates().sink(receiveValue: handler)
+    }
+    var subjectNext = 0
+    Benchmark("3 fan-out 1,000 paths/Combine", configuration: configuration) { _ in
+        subjectNext &+= 1
+        subject.value.cells[subjectNext % projectionCount] &+= 1
+        blackHole(subjectTokens)
+    }
+
+    let model = ObservableGrid()
+    let trackers = (0..<projectionCount).map { index in
+        ObservationTracker(model, read: { $0.cells[index] }, handler: handler)
+    }
+    var modelNext = 0
+    Benchmark("3 fan-out 1,000 paths/Observation", configuration: configuration) { _ in
+        modelNext &+= 1
+        model.cells[modelNext % projectionCount] &+= 1
+        blackHole(trackers)
+    }
+}
+
+/// Scenario 4: 1,000 projections on one computed path that counts its evaluations; every write
+/// changes it. Reports how many times the path was evaluated per write.
+func registerSamePath() {
+    let configuration = Benchmark.Configuration(
+        metrics: [.wallClock, .mallocCountTotal, .mallocBytesCount, pathEvaluations],
+        scalingFactor: .one,
+        maxIterations: 3_000
+    )
+    let handler: @Sendable (Int) -> Void = { blackHole($0) }
+
+    func measuringEvaluations(_ benchmark: Benchmark, _ write: () -> Void) {
+        let before = countedEvaluations
+        write()
+        benchmark.measurement(pathEvaluations, countedEvaluations &- before)
+    }
+
+    let floor = Floor(Tally())
+    let floorTokens = (0..<projectionCount).map { _ in
+        let projection = FloorProjection(initial: Tally(), read: { $0.counted }, handler: handler)
+        return floor.subscribe { projection.evaluate($0) }
+    }
+    Benchmark("4 same path x1,000/Floor", configuration: configuration) { benchmark in
+        measuringEvaluations(benchmark) { floor.modify { $0.total &+= 1 } }
+        blackHole(floorTokens)
+    }
+
+    let state = MonitoredState(Tally(), key: "benchmark.tally")
+    let stateTokens = (0..<projectionCount).map { _ in state.observe(\Tally.counted).subscribe(handler) }
+    Benchmark("4 same path x1,000/StateKit", configuration: configuration) { benchmark in
+        measuringEvaluations(benchmark) { state.modify { $0.total &+= 1 } }
+        blackHole(stateTokens)
+    }
+
+    let subject = CurrentValueSubject<Tally, Never>(Tally())
+    let subjectTokens = (0..<projectionCount).map { _ in
+        subject.map(\.counted).removeDuplicates().sink(receiveValue: handler)
+    }
+    Benchmark("4 same path x1,000/Combine", configuration: configuration) { benchmark in
+        measuringEvaluations(benchmark) { subject.value.total &+= 1 }
+        blackHole(subjectTokens)
+    }
+
+    let model = ObservableTally()
+    let trackers = (0..<projectionCount).map { _ in
+        ObservationTracker(model, read: { $0.counted }, handler: handler)
+    }
+    Benchmark("4 same path x1,000/Observation", configuration: configuration) { benchmark in
+        measuringEvaluations(benchmark) { model.total &+= 1 }
+        blackHole(trackers)
+    }
+}
+
+/// Scenario 5: two threads each increment 1,000 times; the time is per increment pair, and
+/// increments lost to a non-atomic read-modify-write are counted. Observation is not thread-safe
+/// for writes, so it is left out.
+func registerContention() {
+    let configuration = Benchmark.Configuration(
+        metrics: [.wallClock, lostUpdates],
+        maxIterations: 200
+    )
+
+    func contend(_ benchmark: Benchmark, read: () -> Int, increment: @escaping @Sendable () -> Void) {
+        let count = benchmark.scaledIterations.count
+        let before = read()
+        DispatchQueue.concurrentPerform(iterations: 2) { _ in
+            for _ in 0..<count { increment() }
+        }
+        let gained = read() - before
+        benchmark.measurement(lostUpdates, (2 * count - gained) * 1_000 / (2 * count))
+    }
+
+    let floor = Floor(0)
+    Benchmark("5 contended modify/Floor", configuration: configuration) { benchmark in
+        contend(benchmark, read: { floor.value }, increment: { floor.modify { $0 += 1 } })
+    }
+
+    let state = MonitoredState(0, key: "benchmark.contended")
+    Benchmark("5 contended modify/StateKit", configuration: configuration) { benchmark in
+        contend(benchmark, read: { state.value }, increment: { state.modify { $0 += 1 } })
+    }
+
+    let seed = SeedState(0, key: "benchmark.contended")
+    Benchmark("5 contended modify/Seed", configuration: configuration) { benchmark in
+        contend(benchmark, read: { seed.value }, increment: { seed.modify(seed.value + 1) })
+    }
+
+    let subject = UncheckedBox(CurrentValueSubject<Int, Never>(0))
+    Benchmark("5 contended modify/Combine", configuration: configuration) { benchmark in
+        contend(benchmark, read: { subject.value.value }, increment: { subject.value.value += 1 })
+    }
+}

@@ -1,0 +1,34 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+/// StateKit's benchmarks: StateKit against its peers and a hand-written floor, side by side.
+///
+/// Its own package so the root package keeps zero dependencies. Run it with
+/// `swift package --package-path Benchmarks benchmark` (see README.md here).
+let package = Package(
+    name: "StateKitBenchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "StateKit", path: ".."),
+        .package(
+            url: "https://github.com/ordo-one/package-benchmark",
+            from: "1.38.1",
+            traits: ["MallocInterposer"]
+        ),
+        .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
+    ],
+    targets: [
+        .executableTarget(
+            name: "StateKitBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "package-benchmark"),
+                .product(name: "StateKit", package: "StateKit"),
+                .product(name: "OpenCombine", package: "OpenCombine"),
+            ],
+            path: "Benchmarks/StateKitBenchmarks",
+            // Swift 5 mode: the seed article's code predates strict concurrency checking.
+            swiftSettings: [.swiftLanguageMode(.v5)],
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
+        )
+    ]
+)
