@@ -11,7 +11,7 @@ let package = Package(
     dependencies: [
         .package(name: "StateKit", path: ".."),
         .package(
-            url: "https://github.com/ordo-one/package-benchmark",
+            url: "https://github.com/ordo-one/benchmark",
             from: "1.38.1",
             traits: ["MallocInterposer"]
         ),
@@ -21,14 +21,14 @@ let package = Package(
         .executableTarget(
             name: "StateKitBenchmarks",
             dependencies: [
-                .product(name: "Benchmark", package: "package-benchmark"),
+                .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "StateKit", package: "StateKit"),
                 .product(name: "OpenCombine", package: "OpenCombine"),
             ],
             path: "Benchmarks/StateKitBenchmarks",
             // Swift 5 mode: the seed article's code predates strict concurrency checking.
             swiftSettings: [.swiftLanguageMode(.v5)],
-            plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         )
     ]
 )

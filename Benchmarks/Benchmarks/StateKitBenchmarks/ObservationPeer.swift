@@ -2,13 +2,12 @@ import Observation
 
 /// Apple's Observation as a peer: an `@Observable` model watched by re-registering
 /// `withObservationTracking` (Observation's trackers fire once, so each one re-arms itself).
+///
+/// Not generic on purpose: a generic `@Observable` class instantiates its key paths at run time,
+/// which costs two allocations per access and would misrepresent Observation.
 @Observable
-final class ObservableBox<Value>: @unchecked Sendable {
-    var value: Value
-
-    init(_ value: Value) {
-        self.value = value
-    }
+final class ObservableCounter: @unchecked Sendable {
+    var value = 0
 }
 
 /// One re-registering observer: reads `read` under tracking, and on each change re-arms and calls

@@ -80,11 +80,11 @@ final class CombinePeer: Peer {
 
 final class ObservationPeer: Peer {
     static let name = "Observation"
-    let model = ObservableBox(0)
+    let model = ObservableCounter()
     var current: Int { model.value }
     func write(_ value: Int) { model.value = value }
-    func listen(_ handler: @escaping @Sendable (Int) -> Void) -> ObservationTracker<ObservableBox<Int>, Int> {
+    func listen(_ handler: @escaping @Sendable (Int) -> Void) -> ObservationTracker<ObservableCounter, Int> {
         ObservationTracker(model, read: { $0.value }, handler: handler)
     }
-    func cancel(_ token: ObservationTracker<ObservableBox<Int>, Int>) { token.isCancelled = true }
+    func cancel(_ token: ObservationTracker<ObservableCounter, Int>) { token.isCancelled = true }
 }
