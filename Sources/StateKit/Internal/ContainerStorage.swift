@@ -1,0 +1,98 @@
+/// The fields of a container that its lock guards.
+///
+/// They live behind an `UnsafeMutablePointer` rather than as class stored properties: Swift checks
+/// every access to a class's stored `var` for exclusivity at run time, which cost more than the
+/// lock itself on the write path. The lock already makes each access exclusive.
+@usableFromInline
+struct ContainerStorage<Value> {
+    @usableFromInline
+    var value: Value
+    @usableFromInline
+    var version: UInt64 = 0
+    /// Whether a change has anyone to tell (subscribers, projections, listeners or a hook).
+    @usableFromInline
+    var isObserved = false
+    /// Whether some subscriber wants old values and timestamps.
+    @usableFromInline
+    var recordsChanges = false
+    /// Whether a thread has claimed the right to deliver this container's changes.
+    @usableFromInline
+    var isDelivering = false
+    /// Checks each write before it lands; see ``MonitoredState/init(_:key:validator:)``.
+    @usableFromInline
+    var validator: (@Sendable (_ current: Value, _ proposed: Value) throws -> Void)?
+    /// Whether ``State/didModify()`` is overridden and must run as a hook after each change.
+    @usableFromInline
+    var runsHook = false
+    @usableFromInline
+    var audience = Audience<Value>()
+    var projectionIndex: [AnyKeyPath: ProjectionGroup<Value>] = [:]
+    @usableFromInline
+    var pending = PendingQueue<Value>()
+
+    @usableFromInline
+    init(value: Value) {
+        self.value = value
+    }
+}
+
+extension State {
+    @inlinable
+    var storedValue: Value {
+        _read { yield storage.pointee.value }
+        _modify { yield &storage.pointee.value }
+    }
+
+    @inlinable
+    var storedVersion: UInt64 {
+        get { storage.pointee.version }
+        set { storage.pointee.version = newValue }
+    }
+
+    @inlinable
+    var isObserved: Bool {
+        get { storage.pointee.isObserved }
+        set { storage.pointee.isObserved = newValue }
+    }
+
+    @inlinable
+    var recordsChanges: Bool {
+        get { storage.pointee.recordsChanges }
+        set { storage.pointee.recordsChanges = newValue }
+    }
+
+    @inlinable
+    var isDelivering: Bool {
+        get { storage.pointee.isDelivering }
+        set { storage.pointee.isDelivering = newValue }
+    }
+
+    @inlinable
+    var validator: (@Sendable (_ current: Value, _ proposed: Value) throws -> Void)? {
+        get { storage.pointee.validator }
+        set { storage.pointee.validator = newValue }
+    }
+
+    @inlinable
+    var runsHook: Bool {
+        get { storage.pointee.runsHook }
+        set { storage.pointee.runsHook = newValue }
+    }
+
+    @inlinable
+    var audience: Audience<Value> {
+        _read { yield storage.pointee.audience }
+        _modify { yield &storage.pointee.audience }
+    }
+
+    var projectionIndex: [AnyKeyPath: ProjectionGroup<Value>] {
+        _read { yield storage.pointee.projectionIndex }
+        _modify { yield &storage.pointee.projectionIndex }
+    }
+
+    @inlinable
+    var pending: PendingQueue<Value> {
+        _read { yield storage.pointee.pending }
+        _modify { yield &storage.pointee.pending }
+    }
+}
