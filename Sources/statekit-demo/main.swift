@@ -8,13 +8,17 @@ struct TourSection: Sendable {
 }
 
 let sections: [TourSection] = [
-    seedArticleSection
+    seedArticleSection,
+    projectionsSection,
+    storeSection,
 ]
 
 let arguments = CommandLine.arguments.dropFirst()
 if arguments.contains("--help") || arguments.contains("-h") {
     print("usage: statekit-demo [section ...]\n\nSections (all run when none is named):")
-    for section in sections { print("  \(section.name.padding(toLength: 14, withPad: " ", startingAt: 0)) \(section.summary)") }
+    for section in sections {
+        print("  \(section.name.padding(toLength: 14, withPad: " ", startingAt: 0)) \(section.summary)")
+    }
 } else {
     let chosen = arguments.isEmpty ? sections : sections.filter { arguments.contains($0.name) }
     for section in chosen {
