@@ -9,7 +9,8 @@ struct TourSection: Sendable {
 
 let sections: [TourSection] = [
     seedArticleSection,
-    keyPathSection,
+    projectionsSection,
+    storeSection,
 ]
 
 let arguments = CommandLine.arguments.dropFirst()

@@ -1,4 +1,5 @@
 import StateKit
+import StateKitTesting
 import Testing
 
 /// The README's examples, compiled and run so they cannot drift from the API.
@@ -10,28 +11,29 @@ import Testing
 
     struct AppModel: Equatable, Sendable {
         var user = User(name: "Ann")
-        var launches = 0
+        var theme = "light"
     }
 
     @Test func tourRunsAsDocumented() {
         let app = MonitoredState(AppModel(), key: "app")
-        let names = Collector<String>()
-        let subscription = app.user.name.subscribe { names.append($0) }
-        app.launches ~> 1
+        let names = app.user.name.record()
+        app.user.visits ~> { $0 += 1 }
+        app.theme ~> "dark"
         app.user.name ~> "Tim"
-        app.user.visits.modify { $0 += 1 }
-        app ~> { $0.launches += 1 }
-        #expect(names.all == ["Ann", "Tim"])
+        app.modify { $0.user.visits += 10 }
+        #expect(names.values == ["Ann", "Tim"])
         #expect(app.version == 4)
-        subscription.cancel()
+        #expect(app.value.user.visits == 11)
     }
 
-    @Test func keyPathSubscriptionInATest() async {
+    @Test func renamingTheUserNotifiesOnlyNameSubscribers() async throws {
         let app = MonitoredState(AppModel(), key: "app")
-        var names = app.user.name.values(buffering: .unbounded).makeAsyncIterator()
-        #expect(await names.next() == "Ann")
-        app.launches ~> 3  // another part changed: no value
+        let names = app.user.name.record()
+        app.theme ~> "dark"
         app.user.name ~> "Tim"
-        #expect(await names.next() == "Tim")
+        #expect(names.values == ["Ann", "Tim"])
+
+        Task.detached { app.user.name ~> "Eve" }
+        #expect(try await names.next(3, timeout: .seconds(5)) == ["Ann", "Tim", "Eve"])
     }
 }

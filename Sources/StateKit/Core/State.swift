@@ -3,8 +3,8 @@ import Foundation
 /// A thread-safe container for one piece of state, identified by a key.
 ///
 /// `State` is the seed article's container with its races fixed: reads and writes take a real
-/// lock, so a read right after ``modify(_:)-1zs3x`` returns sees the new value, and
-/// ``modify(_:)-6cxyk`` makes read-modify-write atomic.
+/// lock, so a read right after ``modify(_:)-5lmnc`` returns sees the new value, and
+/// ``modify(_:)->_`` makes read-modify-write atomic.
 ///
 /// ```swift
 /// let appRating = State<Int?>(nil, key: "appRating")
@@ -185,7 +185,7 @@ extension State: @unchecked Sendable where Value: Sendable {}
 extension State where Value: Equatable {
     /// Replaces the value, unless `newValue` equals it: then nothing changes and nobody is notified.
     ///
-    /// The same as the unconstrained ``modify(_:)-1zs3x``, specialised to compare with `==` directly.
+    /// The same as the unconstrained ``modify(_:)-5lmnc``, specialised to compare with `==` directly.
     @inlinable
     public func modify(_ newValue: Value) {
         lock.lock()

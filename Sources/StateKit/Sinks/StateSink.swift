@@ -1,6 +1,6 @@
 /// A destination for a container's changes: an analytics SDK, a remote server, a log.
 ///
-/// ``SyncedState`` hands each of its sinks ordered batches of changes from a delivery task of
+/// `SyncedState` hands each of its sinks ordered batches of changes from a delivery task of
 /// the sink's own, so a slow or failing sink never holds back writers or other sinks.
 ///
 /// # Implementation requirements
