@@ -8,7 +8,8 @@ struct TourSection: Sendable {
 }
 
 let sections: [TourSection] = [
-    seedArticleSection
+    seedArticleSection,
+    persistenceSection,
 ]
 
 let arguments = CommandLine.arguments.dropFirst()

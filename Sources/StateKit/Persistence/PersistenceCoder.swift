@@ -31,7 +31,8 @@ enum PersistenceCoder {
         return try encode(encodable)
     }
 
-    private static func encodeVersioned<Value: VersionedValue>(_ value: Value, with encoder: JSONEncoder) throws -> Data {
+    private static func encodeVersioned<Value: VersionedValue>(_ value: Value, with encoder: JSONEncoder) throws -> Data
+    {
         try encoder.encode(Envelope(schemaVersion: Value.schemaVersion, value: value))
     }
 

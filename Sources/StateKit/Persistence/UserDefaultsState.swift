@@ -18,7 +18,8 @@ import Foundation
 /// sees them as they are. `NSSecureCoding` objects are stored as keyed archives, and any other
 /// `Codable` value as JSON `Data` (see ``VersionedValue`` for migrations). When an `Optional`
 /// value becomes `nil`, the key is removed. Changes are stored synchronously, on the thread
-/// delivering the change, in ``didModify()``.
+/// delivering the change, in ``didModify()``; on Linux, call ``flush()`` before the process exits
+/// to have them written to disk.
 ///
 /// A stored value of another type (`"yes"` where a `Bool` is expected, bytes that do not decode)
 /// is never a crash: the container starts from `defaultValue`, moves the stored object aside to
@@ -74,6 +75,14 @@ open class UserDefaultsState<Value>: MonitoredState<Value> {
         super.didModify()
         guard isPersisting else { return }
         saveLock.withLock { store(value) }
+    }
+
+    /// Asks ``defaults`` to write its changes to disk now.
+    ///
+    /// On Apple platforms `UserDefaults` saves by itself; on Linux, swift-corelibs-foundation
+    /// writes a suite's file only when it is synchronized, so call this before the process exits.
+    public func flush() {
+        defaults.synchronize()
     }
 
     private func store(_ value: Value) {

@@ -65,7 +65,8 @@ struct TemporaryDefaults {
         #expect(suite.defaults.dictionary(forKey: "dictionary") as? [String: [String]] == ["a": ["b"]])
 
         #expect(UserDefaultsState(0, key: "int", defaults: suite.defaults).value == 3)
-        #expect(UserDefaultsState([String: [String]](), key: "dictionary", defaults: suite.defaults).value == ["a": ["b"]])
+        #expect(
+            UserDefaultsState([String: [String]](), key: "dictionary", defaults: suite.defaults).value == ["a": ["b"]])
     }
 
     @Test func codableValueIsStoredAsJSONData() throws {
@@ -75,7 +76,8 @@ struct TemporaryDefaults {
         profile ~> Profile(name: "Ada", age: 36)
         let data = try #require(suite.defaults.data(forKey: "profile"))
         #expect(try JSONDecoder().decode(Profile.self, from: data) == Profile(name: "Ada", age: 36))
-        #expect(UserDefaultsState(Profile(name: "", age: 0), key: "profile", defaults: suite.defaults).value.name == "Ada")
+        #expect(
+            UserDefaultsState(Profile(name: "", age: 0), key: "profile", defaults: suite.defaults).value.name == "Ada")
 
         let optional = UserDefaultsState<Profile?>(nil, key: "optionalProfile", defaults: suite.defaults)
         optional ~> Profile(name: "Bo", age: 1)

@@ -86,7 +86,8 @@ struct TemporaryDirectory {
 
     init(_ name: String = #function) {
         url = FileManager.default.temporaryDirectory
-            .appendingPathComponent("StateKitTests-\(name.prefix { $0 != "(" })-\(UUID().uuidString)", isDirectory: true)
+            .appendingPathComponent(
+                "StateKitTests-\(name.prefix { $0 != "(" })-\(UUID().uuidString)", isDirectory: true)
     }
 
     func cleanUp() {
