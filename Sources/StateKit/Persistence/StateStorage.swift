@@ -6,7 +6,7 @@ import Foundation
 /// A ``PersistedState`` encodes its value to bytes and hands them to its storage under its key;
 /// the storage only keeps bytes. StateKit ships three storages, reached with leading-dot
 /// factories: ``StateStorage/file(_:)`` (one JSON file per key, written atomically),
-/// ``StateStorage/userDefaults(_:)`` and ``StateStorage/inMemory`` (for tests and previews).
+/// ``StateStorage/userDefaults(_:suiteName:)`` and ``StateStorage/inMemory`` (for tests and previews).
 ///
 /// ```swift
 /// let theme = PersistedState(Theme.light, key: "theme", storage: .file(settingsDirectory))
