@@ -13,7 +13,9 @@ let package = Package(
         .target(name: "StateKit"),
         .target(name: "StateKitTesting", dependencies: ["StateKit"]),
         .executableTarget(name: "statekit-demo", dependencies: ["StateKit"]),
-        .testTarget(name: "StateKitTests", dependencies: ["StateKit", "StateKitTesting"]),
+        // A child process for the persistence tests (kill -9, round trips between processes).
+        .executableTarget(name: "statekit-testhelper", dependencies: ["StateKit"]),
+        .testTarget(name: "StateKitTests", dependencies: ["StateKit", "StateKitTesting", "statekit-testhelper"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -11,6 +11,7 @@ let sections: [TourSection] = [
     seedArticleSection,
     projectionsSection,
     storeSection,
+    persistenceSection,
 ]
 
 let arguments = CommandLine.arguments.dropFirst()

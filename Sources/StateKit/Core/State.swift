@@ -32,7 +32,7 @@ open class State<Value> {
     /// Everything the lock guards, behind a pointer so that accesses are not checked for
     /// exclusivity at run time (the lock already makes them exclusive); see ``ContainerStorage``.
     @usableFromInline
-    let storage: UnsafeMutablePointer<ContainerStorage<Value>>
+    let guarded: UnsafeMutablePointer<ContainerStorage<Value>>
     /// `==` when `Value` is `Equatable`: assigning an equal value is then not a change.
     @usableFromInline
     let isEqual: ((Value, Value) -> Bool)?
@@ -45,16 +45,16 @@ open class State<Value> {
     ///     what persisted and synced containers store and send it under.
     public init(_ defaultValue: Value, key: String) {
         self.key = key
-        self.storage = .allocate(capacity: 1)
+        self.guarded = .allocate(capacity: 1)
         self.isEqual = equality(for: Value.self)
-        storage.initialize(to: ContainerStorage(value: defaultValue))
+        guarded.initialize(to: ContainerStorage(value: defaultValue))
         runsHook = !isStateKitType(type(of: self))
         isObserved = runsHook
     }
 
     deinit {
-        storage.deinitialize(count: 1)
-        storage.deallocate()
+        guarded.deinitialize(count: 1)
+        guarded.deallocate()
     }
 
     /// Whether `type` is one of StateKit's own containers, whose ``didModify()`` needs no hook call.

@@ -39,60 +39,60 @@ struct ContainerStorage<Value> {
 extension State {
     @inlinable
     var storedValue: Value {
-        _read { yield storage.pointee.value }
-        _modify { yield &storage.pointee.value }
+        _read { yield guarded.pointee.value }
+        _modify { yield &guarded.pointee.value }
     }
 
     @inlinable
     var storedVersion: UInt64 {
-        get { storage.pointee.version }
-        set { storage.pointee.version = newValue }
+        get { guarded.pointee.version }
+        set { guarded.pointee.version = newValue }
     }
 
     @inlinable
     var isObserved: Bool {
-        get { storage.pointee.isObserved }
-        set { storage.pointee.isObserved = newValue }
+        get { guarded.pointee.isObserved }
+        set { guarded.pointee.isObserved = newValue }
     }
 
     @inlinable
     var recordsChanges: Bool {
-        get { storage.pointee.recordsChanges }
-        set { storage.pointee.recordsChanges = newValue }
+        get { guarded.pointee.recordsChanges }
+        set { guarded.pointee.recordsChanges = newValue }
     }
 
     @inlinable
     var isDelivering: Bool {
-        get { storage.pointee.isDelivering }
-        set { storage.pointee.isDelivering = newValue }
+        get { guarded.pointee.isDelivering }
+        set { guarded.pointee.isDelivering = newValue }
     }
 
     @inlinable
     var validator: (@Sendable (_ current: Value, _ proposed: Value) throws -> Void)? {
-        get { storage.pointee.validator }
-        set { storage.pointee.validator = newValue }
+        get { guarded.pointee.validator }
+        set { guarded.pointee.validator = newValue }
     }
 
     @inlinable
     var runsHook: Bool {
-        get { storage.pointee.runsHook }
-        set { storage.pointee.runsHook = newValue }
+        get { guarded.pointee.runsHook }
+        set { guarded.pointee.runsHook = newValue }
     }
 
     @inlinable
     var audience: Audience<Value> {
-        _read { yield storage.pointee.audience }
-        _modify { yield &storage.pointee.audience }
+        _read { yield guarded.pointee.audience }
+        _modify { yield &guarded.pointee.audience }
     }
 
     var projectionIndex: [AnyKeyPath: ProjectionGroup<Value>] {
-        _read { yield storage.pointee.projectionIndex }
-        _modify { yield &storage.pointee.projectionIndex }
+        _read { yield guarded.pointee.projectionIndex }
+        _modify { yield &guarded.pointee.projectionIndex }
     }
 
     @inlinable
     var pending: PendingQueue<Value> {
-        _read { yield storage.pointee.pending }
-        _modify { yield &storage.pointee.pending }
+        _read { yield guarded.pointee.pending }
+        _modify { yield &guarded.pointee.pending }
     }
 }
