@@ -51,6 +51,10 @@ open class State<Value> {
     var projectionIndex: [AnyKeyPath: ProjectionGroup<Value>] = [:]
     var pending = PendingQueue<Value>()
     var isDelivering = false
+    /// Runs for every change on the writing thread, under the lock, before the write returns, in
+    /// version order; set only by ``SyncedState`` for a ``DurableOutbox``, which must log a change
+    /// before its writer returns. It must not touch the container.
+    var writeObserver: ((StateChange<Value>) -> Void)?
 
     /// Creates a container holding `defaultValue`, identified by `key`.
     ///

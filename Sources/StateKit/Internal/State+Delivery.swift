@@ -77,6 +77,7 @@ extension State: PendingDelivery, SubscriberOwner {
             depth: context.isDelivering ? context.depth + 1 : 0,
             isAnnouncedByHand: announcedByHand
         )
+        if let writeObserver { writeObserver(record(of: change)) }
         scheduleLocked(.change(change), in: context)
     }
 
