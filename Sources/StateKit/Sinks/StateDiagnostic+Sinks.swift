@@ -14,4 +14,7 @@ extension StateDiagnostic.Kind {
     public static let syncConflict = StateDiagnostic.Kind("sync-conflict")
     /// A durable outbox found a damaged record in its log and skipped it.
     public static let outboxCorruptRecord = StateDiagnostic.Kind("outbox-corrupt-record")
+    /// A durable outbox could not write its log (disk full, permissions); the changes are still
+    /// delivered, but would not survive a crash.
+    public static let outboxWriteFailed = StateDiagnostic.Kind("outbox-write-failed")
 }

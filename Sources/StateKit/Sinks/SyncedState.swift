@@ -47,7 +47,7 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
         var lastVersion: UInt64 = 0
         for (sink, pipeline) in zip(sinks, pipelines) {
             guard let recorder = sink as? any WriterThreadSink<Value> else { continue }
-            let recovered = recorder.recover()
+            let recovered = recorder.recover(key: key)
             lastVersion = max(lastVersion, recovered.lastVersion)
             for change in recovered.pending { pipeline.enqueue(change) }
         }
@@ -150,5 +150,5 @@ protocol WriterThreadSink<Value>: StateSink {
     func record(_ change: StateChange<Value>)
     /// The changes recorded by an earlier run and not acknowledged, oldest first, and the last
     /// version recorded (0 when none).
-    func recover() -> (pending: [StateChange<Value>], lastVersion: UInt64)
+    func recover(key: String) -> (pending: [StateChange<Value>], lastVersion: UInt64)
 }
