@@ -7,13 +7,19 @@ let package = Package(
     products: [
         .library(name: "StateKit", targets: ["StateKit"]),
         .library(name: "StateKitTesting", targets: ["StateKitTesting"]),
+        .library(name: "StateKitHTTP", targets: ["StateKitHTTP"]),
         .executable(name: "statekit-demo", targets: ["statekit-demo"]),
     ],
     targets: [
         .target(name: "StateKit"),
         .target(name: "StateKitTesting", dependencies: ["StateKit"]),
+        .target(name: "StateKitHTTP", dependencies: ["StateKit"]),
         .executableTarget(name: "statekit-demo", dependencies: ["StateKit"]),
-        .testTarget(name: "StateKitTests", dependencies: ["StateKit", "StateKitTesting"]),
+        .executableTarget(name: "statekit-sinks-helper", dependencies: ["StateKit"]),
+        .testTarget(
+            name: "StateKitTests",
+            dependencies: ["StateKit", "StateKitTesting", "StateKitHTTP", "statekit-sinks-helper"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -10,8 +10,6 @@ extension StateDiagnostic.Kind {
     public static let sinkPaused = StateDiagnostic.Kind("sink-paused")
     /// A sink refused a batch for good (a ``StateSinkError`` that is not retryable); the batch is dropped.
     public static let sinkRejected = StateDiagnostic.Kind("sink-rejected")
-    /// A remote destination reported a conflicting (stale) write that no conflict handler took.
-    public static let syncConflict = StateDiagnostic.Kind("sync-conflict")
     /// A durable outbox found a damaged record in its log and skipped it.
     public static let outboxCorruptRecord = StateDiagnostic.Kind("outbox-corrupt-record")
     /// A durable outbox could not write its log (disk full, permissions); the changes are still
