@@ -79,7 +79,8 @@ public struct HTTPSyncSink<Value: Sendable & Encodable>: StateSink {
     ///   `URLError` for network failures (retried).
     public func send(_ changes: [StateChange<Value>]) async throws {
         guard let change = changes.last else { return }
-        var request = URLRequest(url: endpoint, timeoutInterval: Double(timeout.components.seconds) + 1e-18 * Double(timeout.components.attoseconds))
+        let (seconds, attoseconds) = timeout.components
+        var request = URLRequest(url: endpoint, timeoutInterval: Double(seconds) + Double(attoseconds) / 1e18)
         request.httpMethod = method
         for (field, value) in headers { request.setValue(value, forHTTPHeaderField: field) }
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")

@@ -18,7 +18,8 @@ struct StuckSink: StateSink {
 
 let arguments = CommandLine.arguments
 guard arguments.count == 5 else {
-    FileHandle.standardError.write(Data("usage: statekit-sinks-helper outbox-write|outbox-deliver <log> <key> <count|events>\n".utf8))
+    FileHandle.standardError.write(
+        Data("usage: statekit-sinks-helper outbox-write|outbox-deliver <log> <key> <count|events>\n".utf8))
     exit(64)
 }
 let log = URL(fileURLWithPath: arguments[2])

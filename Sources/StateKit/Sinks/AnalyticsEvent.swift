@@ -16,7 +16,8 @@ public struct AnalyticsEvent: Sendable, Equatable, Codable {
     public var idempotencyKey: String
 
     /// Creates an event; ``AnalyticsSink`` replaces `timestamp` and `idempotencyKey` with the change's.
-    public init(name: String, properties: [String: String] = [:], timestamp: Date = Date(), idempotencyKey: String = "") {
+    public init(name: String, properties: [String: String] = [:], timestamp: Date = Date(), idempotencyKey: String = "")
+    {
         self.name = name
         self.properties = properties
         self.timestamp = timestamp

@@ -100,7 +100,8 @@ extension DurableOutbox: WriterThreadSink {
                 let isTornTail = index == lines.count - 1
                 guard !isTornTail, let record = try? decoder.decode(LogRecord<Wrapped.Value>.self, from: Data(line))
                 else {
-                    reportCorruptRecord(line: index + 1, bytes: line.count, isTail: isTornTail || index == lines.count - 2)
+                    reportCorruptRecord(
+                        line: index + 1, bytes: line.count, isTail: isTornTail || index == lines.count - 2)
                     continue
                 }
                 if let change = record.change { changes.append(change) }

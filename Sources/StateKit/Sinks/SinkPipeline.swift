@@ -93,7 +93,9 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
         wake?.resume()
         for waiter in satisfied { waiter.continuation.resume() }
         if isFirstDrop {
-            report(.sinkDroppedChanges, "buffer full (\(policy.bufferLimit) changes): dropping changes per \(policy.overflow)")
+            report(
+                .sinkDroppedChanges,
+                "buffer full (\(policy.bufferLimit) changes): dropping changes per \(policy.overflow)")
         }
     }
 

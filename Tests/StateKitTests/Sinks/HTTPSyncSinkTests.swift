@@ -14,7 +14,8 @@ import Testing
 
     private func retries(_ attempts: Int = 5) -> SinkPolicy {
         var policy = SinkPolicy.latestValue
-        policy.retry = RetryPolicy(initialDelay: .microseconds(1), maximumDelay: .microseconds(10), maximumAttempts: attempts)
+        policy.retry = RetryPolicy(
+            initialDelay: .microseconds(1), maximumDelay: .microseconds(10), maximumAttempts: attempts)
         policy.afterRepeatedFailures = .giveUpAndReport
         return policy
     }
@@ -130,6 +131,8 @@ import Testing
         #expect(HTTPSyncSink<Int>.retryAfter(from: "Tue, 14 Nov 2023 22:13:27 GMT", now: now) == .seconds(7))
         #expect(HTTPSyncSink<Int>.retryAfter(from: "soon", now: now) == nil)
         let error = HTTPSyncError(statusCode: 429, body: Data(), retryAfter: .seconds(2), isRetryable: true)
-        #expect(RetryPolicy(initialDelay: .milliseconds(1), jitter: 0).delay(beforeRetry: 1, retryAfter: error.retryAfter) == .seconds(2))
+        #expect(
+            RetryPolicy(initialDelay: .milliseconds(1), jitter: 0).delay(beforeRetry: 1, retryAfter: error.retryAfter)
+                == .seconds(2))
     }
 }

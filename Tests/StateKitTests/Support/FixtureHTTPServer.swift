@@ -169,7 +169,8 @@ final class FixtureHTTPServer: @unchecked Sendable {
     }
 
     private func write(_ response: Response, to connection: Int32) {
-        var head = "HTTP/1.1 \(response.status) Fixture\r\nContent-Length: \(response.body.count)\r\nConnection: close\r\n"
+        var head =
+            "HTTP/1.1 \(response.status) Fixture\r\nContent-Length: \(response.body.count)\r\nConnection: close\r\n"
         for (field, value) in response.headers { head += "\(field): \(value)\r\n" }
         head += "\r\n"
         var bytes = Data(head.utf8)

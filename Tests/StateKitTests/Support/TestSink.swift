@@ -130,7 +130,8 @@ func instantRetries(
         maximumBatchSize: maximumBatchSize,
         bufferLimit: bufferLimit,
         overflow: overflow,
-        retry: RetryPolicy(initialDelay: .microseconds(1), maximumDelay: .microseconds(10), maximumAttempts: maximumAttempts),
+        retry: RetryPolicy(
+            initialDelay: .microseconds(1), maximumDelay: .microseconds(10), maximumAttempts: maximumAttempts),
         afterRepeatedFailures: failure
     )
 }
