@@ -8,7 +8,8 @@ struct TourSection: Sendable {
 }
 
 let sections: [TourSection] = [
-    seedArticleSection
+    seedArticleSection,
+    syncSection,
 ]
 
 let arguments = CommandLine.arguments.dropFirst()

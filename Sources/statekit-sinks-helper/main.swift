@@ -8,6 +8,9 @@ import StateKit
 //   statekit-sinks-helper outbox-deliver <log> <key> <events>
 //     restarts over the same log with a sink that appends JSON lines to <events>, delivers what
 //     the killed run left, makes one more change, prints "delivered <version>" and exits.
+//   statekit-sinks-helper measure-modify - - <writes>
+//     prints the writer's modify latency with no sink and with a sink that takes 200 ms per batch
+//     (a measurement, not a test; build with -c release).
 
 /// A sink that never returns, so nothing gets acknowledged before the kill.
 struct StuckSink: StateSink {
@@ -42,6 +45,8 @@ case "outbox-deliver":
     state.modify(-1)
     await state.flush()
     print("delivered \(state.version)")
+case "measure-modify":
+    await ModifyLatency.run(writes: Int(arguments[4]) ?? 100_000)
 default:
     FileHandle.standardError.write(Data("unknown mode \(arguments[1])\n".utf8))
     exit(64)

@@ -76,3 +76,25 @@ import Testing
         #expect(policy.retry.jitter > 0)
     }
 }
+
+@Suite(.timeLimit(.minutes(1))) struct SyncedPropertyWrapperTests {
+    final class Model {
+        let sink = TestSink<Int>()
+        @Synced var count: Int
+
+        init(key: String) {
+            _count = Synced(wrappedValue: 0, key: key, sinks: [sink])
+        }
+    }
+
+    @Test func assigningTheWrappedPropertySendsTheChange() async {
+        let key = uniqueKey()
+        let model = Model(key: key)
+        model.count = 5
+        model.$count.modify { $0 += 1 }
+        await model.$count.flush()
+        #expect(model.count == 6)
+        #expect(model.$count.key == key)
+        #expect(model.sink.changes.map(\.newValue) == [5, 6])
+    }
+}
