@@ -13,7 +13,7 @@ enum ModifyLatency {
     }
 
     static func run(writes: Int) async {
-        let cases: [(String, MonitoredState<Int>)] = [
+        var cases: [(String, MonitoredState<Int>)] = [
             ("MonitoredState, no subscriber", MonitoredState(0, key: "plain")),
             ("SyncedState, no sink", SyncedState(0, key: "none", sinks: [])),
             (
@@ -25,6 +25,10 @@ enum ModifyLatency {
                 SyncedState(0, key: "slow-default", sinks: [SlowSink(policy: .default)])
             ),
         ]
+        let withChangeSubscriber = MonitoredState(0, key: "subscribed")
+        let subscription = withChangeSubscriber.subscribeChanges { _ in }
+        defer { subscription.cancel() }
+        cases.insert(("MonitoredState, one no-op subscribeChanges handler", withChangeSubscriber), at: 1)
         StateDiagnostics.handler = { _ in }
         print("modify { $0 += 1 } latency, \(writes) writes on one thread")
         for (name, state) in cases {
