@@ -27,7 +27,7 @@ public struct Synced<Value: Sendable>: Sendable {
         projectedValue = container
     }
 
-    /// The container's current value; setting it is ``State/modify(_:)-1zs3x``.
+    /// The container's current value; setting it is ``State/modify(_:)->()``.
     public var wrappedValue: Value {
         get { projectedValue.value }
         nonmutating set { projectedValue.modify(newValue) }

@@ -2,7 +2,7 @@
 ///
 /// Each sink gets its own ordered, bounded buffer and delivery task, run by the sink's
 /// ``StateSink/policy``: writers never wait for a sink (a sink that takes 200 ms per batch does not
-/// slow ``State/modify(_:)-1zs3x``), and one sink failing or hanging does not delay another.
+/// slow ``State/modify(_:)->()``), and one sink failing or hanging does not delay another.
 /// Every change the container makes is handed to every sink, in ``State/version`` order, and is
 /// accounted for in that sink's ``statistics``: sent, failed, dropped, coalesced or pending.
 ///
