@@ -12,6 +12,7 @@ let sections: [TourSection] = [
     projectionsSection,
     storeSection,
     persistenceSection,
+    syncSection,
 ]
 
 let arguments = CommandLine.arguments.dropFirst()

@@ -27,6 +27,11 @@ struct ContainerStorage<Value> {
     @usableFromInline
     var audience = Audience<Value>()
     var projectionIndex: [AnyKeyPath: ProjectionGroup<Value>] = [:]
+    /// Runs for every change on the writing thread, under the lock, before the write returns, in
+    /// version order; set only by ``SyncedState`` for a ``DurableOutbox``, which must log a change
+    /// before its writer returns. It must not touch the container.
+    @usableFromInline
+    var writeObserver: ((StateChange<Value>) -> Void)?
     @usableFromInline
     var pending = PendingQueue<Value>()
 
@@ -88,6 +93,12 @@ extension State {
     var projectionIndex: [AnyKeyPath: ProjectionGroup<Value>] {
         _read { yield guarded.pointee.projectionIndex }
         _modify { yield &guarded.pointee.projectionIndex }
+    }
+
+    @inlinable
+    var writeObserver: ((StateChange<Value>) -> Void)? {
+        get { guarded.pointee.writeObserver }
+        set { guarded.pointee.writeObserver = newValue }
     }
 
     @inlinable

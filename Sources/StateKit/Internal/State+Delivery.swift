@@ -76,12 +76,13 @@ extension State: PendingDelivery, SubscriberOwner {
 
     /// Delivers the change at the current version. Called with the lock held; releases it.
     ///
-    /// The common case (nobody delivering, not inside a handler, no hook) is delivered right here,
+    /// The common case (nobody delivering, not inside a handler, no hook, no write observer) is
+    /// delivered right here,
     /// specialised in the client; everything else is queued by `scheduleChangeLocked`.
     @inlinable
     final func publishLocked(oldValue: Value?, announcedByHand: Bool = false) {
         let context = DeliveryContext.current
-        guard !isDelivering && !context.isDelivering && !runsHook else {
+        guard !isDelivering && !context.isDelivering && !runsHook && writeObserver == nil else {
             scheduleChangeLocked(oldValue: oldValue, announcedByHand: announcedByHand, in: context)
             return
         }
@@ -153,6 +154,7 @@ extension State: PendingDelivery, SubscriberOwner {
             depth: context.isDelivering ? context.depth + 1 : 0,
             isAnnouncedByHand: announcedByHand
         )
+        if let writeObserver { writeObserver(record(of: change)) }
         scheduleLocked(.change(change), in: context)
     }
 

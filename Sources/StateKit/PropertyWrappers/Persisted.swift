@@ -39,7 +39,7 @@ public struct Persisted<Value: Codable & Sendable>: Sendable {
         projectedValue = container
     }
 
-    /// The container's current value; setting it is ``State/modify(_:)->()``.
+    /// The container's current value; setting it is ``State/modify(_:)-5lmnc``.
     public var wrappedValue: Value {
         get { projectedValue.value }
         nonmutating set { projectedValue.modify(newValue) }
