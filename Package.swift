@@ -7,13 +7,21 @@ let package = Package(
     products: [
         .library(name: "StateKit", targets: ["StateKit"]),
         .library(name: "StateKitTesting", targets: ["StateKitTesting"]),
+        .library(name: "StateKitHTTP", targets: ["StateKitHTTP"]),
         .executable(name: "statekit-demo", targets: ["statekit-demo"]),
     ],
     targets: [
         .target(name: "StateKit"),
         .target(name: "StateKitTesting", dependencies: ["StateKit"]),
+        .target(name: "StateKitHTTP", dependencies: ["StateKit"]),
         .executableTarget(name: "statekit-demo", dependencies: ["StateKit"]),
-        .testTarget(name: "StateKitTests", dependencies: ["StateKit", "StateKitTesting"]),
+        .executableTarget(name: "statekit-sinks-helper", dependencies: ["StateKit"]),
+        // A child process for the persistence tests (kill -9, round trips between processes).
+        .executableTarget(name: "statekit-testhelper", dependencies: ["StateKit"]),
+        .testTarget(
+            name: "StateKitTests",
+            dependencies: ["StateKit", "StateKitTesting", "StateKitHTTP", "statekit-sinks-helper", "statekit-testhelper"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

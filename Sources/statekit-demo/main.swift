@@ -8,7 +8,11 @@ struct TourSection: Sendable {
 }
 
 let sections: [TourSection] = [
-    seedArticleSection
+    seedArticleSection,
+    projectionsSection,
+    storeSection,
+    persistenceSection,
+    syncSection,
 ]
 
 let arguments = CommandLine.arguments.dropFirst()

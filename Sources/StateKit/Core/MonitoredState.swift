@@ -32,7 +32,7 @@ open class MonitoredState<Value>: State<Value> {
     ///
     /// The validator sees the current and the proposed value and throws to refuse the write; the
     /// value and version then stay as they were. Throwing writes (``set(_:)``, ``update(_:)``)
-    /// rethrow the refusal as ``RejectedWriteError``; the others (``State/modify(_:)-1zs3x``, `~>`)
+    /// rethrow the refusal as ``RejectedWriteError``; the others (``State/modify(_:)-5lmnc``, `~>`)
     /// report it to ``StateDiagnostics``. Use it to guard the transitions of an enum state machine:
     ///
     /// ```swift

@@ -1,7 +1,7 @@
 /// The error a validator's rejection becomes: which container refused which write, and why.
 ///
 /// Thrown by the throwing write APIs (``MonitoredState/set(_:)``, ``MonitoredState/update(_:)``);
-/// the non-throwing ones (``State/modify(_:)-1zs3x``, `~>`) report it as a
+/// the non-throwing ones (``State/modify(_:)-5lmnc``, `~>`) report it as a
 /// ``StateDiagnostic/Kind/rejectedWrite`` diagnostic. Either way the value and version stay as they were.
 public struct RejectedWriteError: Error, CustomStringConvertible {
     /// The key of the container that refused the write.

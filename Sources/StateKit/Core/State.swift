@@ -3,8 +3,8 @@ import Foundation
 /// A thread-safe container for one piece of state, identified by a key.
 ///
 /// `State` is the seed article's container with its races fixed: reads and writes take a real
-/// lock, so a read right after ``modify(_:)-1zs3x`` returns sees the new value, and
-/// ``modify(_:)-6cxyk`` makes read-modify-write atomic.
+/// lock, so a read right after ``modify(_:)-5lmnc`` returns sees the new value, and
+/// ``modify(_:)->_`` makes read-modify-write atomic.
 ///
 /// ```swift
 /// let appRating = State<Int?>(nil, key: "appRating")
@@ -29,28 +29,13 @@ open class State<Value> {
 
     @usableFromInline
     let lock = Lock()
+    /// Everything the lock guards, behind a pointer so that accesses are not checked for
+    /// exclusivity at run time (the lock already makes them exclusive); see ``ContainerStorage``.
     @usableFromInline
-    var storedValue: Value
-    @usableFromInline
-    var storedVersion: UInt64 = 0
-    /// Whether a change has anyone to tell (subscribers, projections, listeners or a hook).
-    @usableFromInline
-    var isObserved = false
-    /// Whether some subscriber wants old values and timestamps.
-    @usableFromInline
-    var recordsChanges = false
+    let guarded: UnsafeMutablePointer<ContainerStorage<Value>>
     /// `==` when `Value` is `Equatable`: assigning an equal value is then not a change.
     @usableFromInline
     let isEqual: ((Value, Value) -> Bool)?
-    /// Checks each write before it lands; see ``MonitoredState/init(_:key:validator:)``.
-    @usableFromInline
-    var validator: ((_ current: Value, _ proposed: Value) throws -> Void)?
-    /// Whether ``didModify()`` is overridden and must run as a hook after each change.
-    var runsHook: Bool
-    var audience = Audience<Value>()
-    var projectionIndex: [AnyKeyPath: ProjectionGroup<Value>] = [:]
-    var pending = PendingQueue<Value>()
-    var isDelivering = false
 
     /// Creates a container holding `defaultValue`, identified by `key`.
     ///
@@ -60,11 +45,16 @@ open class State<Value> {
     ///     what persisted and synced containers store and send it under.
     public init(_ defaultValue: Value, key: String) {
         self.key = key
-        self.storedValue = defaultValue
+        self.guarded = .allocate(capacity: 1)
         self.isEqual = equality(for: Value.self)
-        self.runsHook = false
+        guarded.initialize(to: ContainerStorage(value: defaultValue))
         runsHook = !isStateKitType(type(of: self))
         isObserved = runsHook
+    }
+
+    deinit {
+        guarded.deinitialize(count: 1)
+        guarded.deallocate()
     }
 
     /// Whether `type` is one of StateKit's own containers, whose ``didModify()`` needs no hook call.
@@ -84,7 +74,7 @@ open class State<Value> {
 
     /// The current value.
     @inlinable
-    public var value: Value {
+    public final var value: Value {
         lock.lock()
         defer { lock.unlock() }
         return storedValue
@@ -92,7 +82,7 @@ open class State<Value> {
 
     /// How many changes the container has seen: 0 for the initial value, plus one per change.
     @inlinable
-    public var version: UInt64 {
+    public final var version: UInt64 {
         lock.lock()
         defer { lock.unlock() }
         return storedVersion
@@ -105,12 +95,18 @@ open class State<Value> {
     /// ``StateDiagnostic/Kind/rejectedWrite`` diagnostic is reported (use
     /// ``MonitoredState/set(_:)`` to get the error thrown instead).
     @inlinable
-    public func modify(_ newValue: Value) {
+    public final func modify(_ newValue: Value) {
         lock.lock()
         if let isEqual, isEqual(storedValue, newValue) {
             lock.unlock()
             return
         }
+        assignLocked(newValue)
+    }
+
+    /// Stores `newValue` as one change. Called with the lock held; releases it.
+    @inlinable
+    final func assignLocked(_ newValue: Value) {
         if validator == nil && !isObserved {
             storedValue = newValue
             storedVersion &+= 1
@@ -143,7 +139,7 @@ open class State<Value> {
     /// - Returns: What `body` returns.
     @inlinable
     @discardableResult
-    public func modify<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+    public final func modify<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
         lock.lock()
         if validator == nil && !isObserved {
             defer {
@@ -185,6 +181,21 @@ open class State<Value> {
 }
 
 extension State: @unchecked Sendable where Value: Sendable {}
+
+extension State where Value: Equatable {
+    /// Replaces the value, unless `newValue` equals it: then nothing changes and nobody is notified.
+    ///
+    /// The same as the unconstrained ``modify(_:)-5lmnc``, specialised to compare with `==` directly.
+    @inlinable
+    public func modify(_ newValue: Value) {
+        lock.lock()
+        if storedValue == newValue {
+            lock.unlock()
+            return
+        }
+        assignLocked(newValue)
+    }
+}
 
 extension State: CustomStringConvertible {
     /// `State(key: value)`.

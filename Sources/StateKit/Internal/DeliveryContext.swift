@@ -23,18 +23,68 @@ protocol PendingDelivery: AnyObject {
 /// writes led to the change being delivered, which is how update cycles are caught.
 @usableFromInline
 final class DeliveryContext {
+    /// The context's fields, behind a pointer so that accesses skip run-time exclusivity checks
+    /// (only its own thread ever touches a context).
+    @usableFromInline
+    struct Fields {
+        @usableFromInline
+        var isDelivering = false
+        @usableFromInline
+        var depth = 0
+        var hookTarget: ObjectIdentifier?
+        var recentKeys: [String] = []
+        var queue: [any PendingDelivery] = []
+        var head = 0
+    }
+
+    @usableFromInline
+    let fields: UnsafeMutablePointer<Fields>
+
+    init() {
+        fields = .allocate(capacity: 1)
+        fields.initialize(to: Fields())
+    }
+
+    deinit {
+        fields.deinitialize(count: 1)
+        fields.deallocate()
+    }
+
     /// Whether this thread is running handlers right now.
-    @usableFromInline
-    var isDelivering = false
+    @inlinable
+    var isDelivering: Bool {
+        get { fields.pointee.isDelivering }
+        set { fields.pointee.isDelivering = newValue }
+    }
+
     /// The chain depth of the change whose handlers are running.
-    @usableFromInline
-    var depth = 0
+    @inlinable
+    var depth: Int {
+        get { fields.pointee.depth }
+        set { fields.pointee.depth = newValue }
+    }
+
     /// The container whose `didModify()` hook is running on this thread, if any.
-    var hookTarget: ObjectIdentifier?
+    var hookTarget: ObjectIdentifier? {
+        get { fields.pointee.hookTarget }
+        set { fields.pointee.hookTarget = newValue }
+    }
+
     /// Keys of the changes delivered most recently near the cycle limit, for the cycle diagnostic.
-    var recentKeys: [String] = []
-    private var queue: [any PendingDelivery] = []
-    private var head = 0
+    var recentKeys: [String] {
+        _read { yield fields.pointee.recentKeys }
+        _modify { yield &fields.pointee.recentKeys }
+    }
+
+    private var queue: [any PendingDelivery] {
+        _read { yield fields.pointee.queue }
+        _modify { yield &fields.pointee.queue }
+    }
+
+    private var head: Int {
+        get { fields.pointee.head }
+        set { fields.pointee.head = newValue }
+    }
 
     private static let threadKey: pthread_key_t = {
         var key = pthread_key_t()
@@ -65,12 +115,17 @@ final class DeliveryContext {
         queue.append(container)
     }
 
-    /// Runs `body` as the outermost delivery on this thread, then drains every container that
-    /// handlers claimed meanwhile, in the order they were claimed.
+    /// Marks this thread as delivering; ``endOutermost()`` must follow.
     @usableFromInline
-    func runOutermost(_ body: () -> Void) {
+    func beginOutermost() {
         isDelivering = true
-        body()
+        depth = 0
+    }
+
+    /// Drains every container that handlers claimed during the outermost delivery, in the order
+    /// they were claimed, then marks this thread as no longer delivering.
+    @usableFromInline
+    func endOutermost() {
         while head < queue.count {
             let next = queue[head]
             head += 1
@@ -80,10 +135,12 @@ final class DeliveryContext {
                 head = 0
             }
         }
-        queue.removeAll(keepingCapacity: queue.count <= 64)
-        head = 0
+        if !queue.isEmpty {
+            queue.removeAll(keepingCapacity: queue.count <= 64)
+            head = 0
+        }
+        if !recentKeys.isEmpty { recentKeys.removeAll() }
         depth = 0
-        recentKeys.removeAll()
         isDelivering = false
     }
 
@@ -96,10 +153,10 @@ final class DeliveryContext {
             body()
             self.depth = saved
         } else {
-            runOutermost {
-                self.depth = depth
-                body()
-            }
+            beginOutermost()
+            self.depth = depth
+            body()
+            endOutermost()
         }
     }
 

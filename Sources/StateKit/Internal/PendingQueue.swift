@@ -5,15 +5,31 @@ import Foundation
 struct PendingChange<Value> {
     /// Kept only when a subscriber wants old values (copying it otherwise would make in-place
     /// edits of large values O(n)).
+    @usableFromInline
     var oldValue: Value?
+    @usableFromInline
     var newValue: Value
+    @usableFromInline
     var version: UInt64
     /// Taken only when a subscriber wants timestamps.
+    @usableFromInline
     var timestamp: Date?
     /// How many handler-triggered writes led here (0 for a write made outside any handler).
+    @usableFromInline
     var depth: Int
     /// A change announced by calling `didModify()` by hand: the override already ran.
+    @usableFromInline
     var isAnnouncedByHand: Bool
+
+    @inlinable
+    init(oldValue: Value?, newValue: Value, version: UInt64, timestamp: Date?, depth: Int, isAnnouncedByHand: Bool) {
+        self.oldValue = oldValue
+        self.newValue = newValue
+        self.version = version
+        self.timestamp = timestamp
+        self.depth = depth
+        self.isAnnouncedByHand = isAnnouncedByHand
+    }
 }
 
 /// Something a container's deliverer must do, in order.
@@ -30,6 +46,9 @@ enum PendingItem<Value> {
 struct PendingQueue<Value> {
     private var items: [PendingItem<Value>?] = []
     private var head = 0
+
+    @usableFromInline
+    var isEmpty: Bool { head == items.count }
 
     mutating func append(_ item: PendingItem<Value>) {
         items.append(item)

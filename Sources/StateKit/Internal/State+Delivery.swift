@@ -17,13 +17,14 @@ extension State: PendingDelivery, SubscriberOwner {
     /// Applies `body` to the value as one change, validating it first when there is a validator.
     ///
     /// Called with the lock held; returns (or rethrows) with it released. A rejected change leaves
-    /// value and version as they were and sets `rejection`.
-    @usableFromInline
+    /// value and version as they were and sets `rejection`. Inlinable so that the common case (no
+    /// validator) is specialised for the client's `Value`.
+    @inlinable
     final func writeLocked<Result>(
         rejection: inout RejectedWriteError?,
         _ body: (inout Value) throws -> Result
     ) rethrows -> Result {
-        if let validator {
+        if validator != nil {
             var proposed = storedValue
             let result: Result
             do {
@@ -32,16 +33,7 @@ extension State: PendingDelivery, SubscriberOwner {
                 lock.unlock()
                 throw error
             }
-            do {
-                try validator(storedValue, proposed)
-            } catch {
-                lock.unlock()
-                rejection = RejectedWriteError(key: key, reason: error)
-                return result
-            }
-            let oldValue = recordsChanges ? storedValue : nil
-            storedValue = proposed
-            commitLocked(oldValue: oldValue)
+            rejection = commitValidatedLocked(proposed)
             return result
         }
         let oldValue = recordsChanges ? storedValue : nil
@@ -56,7 +48,23 @@ extension State: PendingDelivery, SubscriberOwner {
         return result
     }
 
+    /// Stores `proposed` if the validator accepts it. Called with the lock held; releases it.
+    @usableFromInline
+    final func commitValidatedLocked(_ proposed: Value) -> RejectedWriteError? {
+        do {
+            try validator?(storedValue, proposed)
+        } catch {
+            lock.unlock()
+            return RejectedWriteError(key: key, reason: error)
+        }
+        let oldValue = recordsChanges ? storedValue : nil
+        storedValue = proposed
+        commitLocked(oldValue: oldValue)
+        return nil
+    }
+
     /// Counts the change just made and publishes it. Called with the lock held; releases it.
+    @inlinable
     final func commitLocked(oldValue: Value?) {
         storedVersion &+= 1
         if isObserved {
@@ -66,9 +74,78 @@ extension State: PendingDelivery, SubscriberOwner {
         }
     }
 
-    /// Records the change at the current version for delivery. Called with the lock held; releases it.
+    /// Delivers the change at the current version. Called with the lock held; releases it.
+    ///
+    /// The common case (nobody delivering, not inside a handler, no hook, no write observer) is
+    /// delivered right here,
+    /// specialised in the client; everything else is queued by `scheduleChangeLocked`.
+    @inlinable
     final func publishLocked(oldValue: Value?, announcedByHand: Bool = false) {
         let context = DeliveryContext.current
+        guard !isDelivering && !context.isDelivering && !runsHook && writeObserver == nil else {
+            scheduleChangeLocked(oldValue: oldValue, announcedByHand: announcedByHand, in: context)
+            return
+        }
+        isDelivering = true
+        let change = PendingChange(
+            oldValue: oldValue,
+            newValue: storedValue,
+            version: storedVersion,
+            timestamp: recordsChanges ? Date() : nil,
+            depth: 0,
+            isAnnouncedByHand: announcedByHand
+        )
+        let audience = self.audience
+        lock.unlock()
+        context.beginOutermost()
+        notify(change, audience: audience)
+        lock.lock()
+        if pending.isEmpty {
+            isDelivering = false
+            lock.unlock()
+        } else {
+            lock.unlock()
+            deliverPending(in: context)
+        }
+        context.endOutermost()
+    }
+
+    /// Hands `change` to the subscribers, then the projections and listeners.
+    @inlinable
+    final func notify(_ change: PendingChange<Value>, audience: Audience<Value>) {
+        for subscriber in audience.subscribers where subscriber.startVersion < change.version {
+            subscriber.receive(record(of: change), value: change.newValue, depth: change.depth)
+        }
+        if !audience.projections.isEmpty || !audience.listeners.isEmpty {
+            notifyProjectionsAndListeners(change, audience: audience)
+        }
+    }
+
+    /// The public record of `change`.
+    @inlinable
+    final func record(of change: PendingChange<Value>) -> StateChange<Value> {
+        StateChange(
+            key: key,
+            oldValue: change.oldValue ?? change.newValue,
+            newValue: change.newValue,
+            version: change.version,
+            timestamp: change.timestamp ?? Date()
+        )
+    }
+
+    @usableFromInline
+    final func notifyProjectionsAndListeners(_ change: PendingChange<Value>, audience: Audience<Value>) {
+        for group in audience.projections where group.createdVersion < change.version {
+            group.evaluate(change.newValue, version: change.version, timestamp: change.timestamp, depth: change.depth)
+        }
+        if !audience.listeners.isEmpty {
+            notify(audience.listeners)
+        }
+    }
+
+    /// Queues the change at the current version for whoever delivers. Called with the lock held; releases it.
+    @usableFromInline
+    final func scheduleChangeLocked(oldValue: Value?, announcedByHand: Bool, in context: DeliveryContext) {
         let change = PendingChange(
             oldValue: oldValue,
             newValue: storedValue,
@@ -77,6 +154,7 @@ extension State: PendingDelivery, SubscriberOwner {
             depth: context.isDelivering ? context.depth + 1 : 0,
             isAnnouncedByHand: announcedByHand
         )
+        if let writeObserver { writeObserver(record(of: change)) }
         scheduleLocked(.change(change), in: context)
     }
 
@@ -97,10 +175,10 @@ extension State: PendingDelivery, SubscriberOwner {
         }
         let audience = self.audience
         lock.unlock()
-        context.runOutermost {
-            perform(item, for: audience, in: context)
-            deliverPending(in: context)
-        }
+        context.beginOutermost()
+        perform(item, for: audience, in: context)
+        deliverPending(in: context)
+        context.endOutermost()
     }
 
     /// Delivers everything queued for this container, then gives up the right to deliver.
@@ -138,25 +216,7 @@ extension State: PendingDelivery, SubscriberOwner {
             didModify()
             context.hookTarget = saved
         }
-        for subscriber in audience.subscribers where subscriber.startVersion < change.version {
-            subscriber.receive(record(of: change), value: change.newValue, depth: change.depth)
-        }
-        for group in audience.projections where group.createdVersion < change.version {
-            group.evaluate(change.newValue, version: change.version, timestamp: change.timestamp, depth: change.depth)
-        }
-        if !audience.listeners.isEmpty {
-            notify(audience.listeners)
-        }
-    }
-
-    private func record(of change: PendingChange<Value>) -> StateChange<Value> {
-        StateChange(
-            key: key,
-            oldValue: change.oldValue ?? change.newValue,
-            newValue: change.newValue,
-            version: change.version,
-            timestamp: change.timestamp ?? Date()
-        )
+        notify(change, audience: audience)
     }
 
     /// Whether a handler-triggered change may be delivered, or is the step that closes a cycle.

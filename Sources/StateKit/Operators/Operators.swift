@@ -20,6 +20,12 @@ public func ~> <Value>(state: State<Value>, newValue: Value) {
     state.modify(newValue)
 }
 
+/// Assigns `newValue` to `state`, comparing with `==`: equal values change nothing.
+@inlinable
+public func ~> <Value: Equatable>(state: State<Value>, newValue: Value) {
+    state.modify(newValue)
+}
+
 /// Mutates `state` in place, atomically, as one change: `modify` with `body`.
 ///
 /// ```swift

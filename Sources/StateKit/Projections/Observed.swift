@@ -2,7 +2,7 @@ import Dispatch
 
 /// A live, read-only view of part of a container: one key path of its value.
 ///
-/// Get one with ``MonitoredState/observe(_:)-2v5ah`` or with member syntax
+/// Get one with ``MonitoredState/observe(_:)->Observed<Part>`` or with member syntax
 /// (`app.user.name` is `app.observe(\.user.name)`). A projection notifies only when its own part
 /// changed (`==`): writes elsewhere in the state, or writes that leave its part equal, call none
 /// of its handlers.

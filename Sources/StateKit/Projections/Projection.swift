@@ -46,7 +46,7 @@ struct KeyPathProjection<Root, Value: Equatable>: Projection, @unchecked Sendabl
     func read() -> Value { root.read(path) }
 
     func subscribe(queue: DispatchQueue?, handler: Subscriber<Value>.Handler, sendsCurrentValue: Bool) -> Subscription {
-        root.addSubscriber(to: path, key: key, queue: queue, handler: handler, sendsCurrentValue: sendsCurrentValue)
+        root.addSubscriber(to: path, queue: queue, handler: handler, sendsCurrentValue: sendsCurrentValue)
     }
 
     func appending<Part: Equatable>(_ path: KeyPath<Value, Part>) -> any Projection<Part> {
@@ -122,7 +122,6 @@ extension State {
     /// Subscribes to the part at `path`, joining the group of projections that share it.
     func addSubscriber<Part: Equatable>(
         to path: KeyPath<Value, Part>,
-        key: String,
         queue: DispatchQueue?,
         handler: Subscriber<Part>.Handler,
         sendsCurrentValue: Bool
@@ -134,7 +133,7 @@ extension State {
         if let existing = projectionIndex[path] {
             group = unsafeDowncast(existing, to: KeyPathGroup<Value, Part>.self)
         } else {
-            group = KeyPathGroup(keyPath: path, key: key, current: current, version: storedVersion, lock: lock)
+            group = KeyPathGroup(keyPath: path, rootKey: key, current: current, version: storedVersion, lock: lock)
             projectionIndex[path] = group
             audience.projections.append(group)
         }

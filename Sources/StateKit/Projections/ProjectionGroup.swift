@@ -31,14 +31,16 @@ class ProjectionGroup<Root>: ProjectionGroupBase {
 /// The group of projections of `path`.
 final class KeyPathGroup<Root, Part: Equatable>: ProjectionGroup<Root> {
     let keyPath: KeyPath<Root, Part>
-    let key: String
+    let rootKey: String
+    /// Built on first use: describing a key path costs a symbol lookup.
+    private(set) lazy var key = rootKey + pathSuffix(keyPath)
     unowned let lock: Lock
     var subscribers: ContiguousArray<Subscriber<Part>> = []
     private var last: Part
 
-    init(keyPath: KeyPath<Root, Part>, key: String, current: Part, version: UInt64, lock: Lock) {
+    init(keyPath: KeyPath<Root, Part>, rootKey: String, current: Part, version: UInt64, lock: Lock) {
         self.keyPath = keyPath
-        self.key = key
+        self.rootKey = rootKey
         self.last = current
         self.lock = lock
         super.init(path: keyPath, createdVersion: version)

@@ -43,7 +43,7 @@ public struct Stateful<Value> {
         projectedValue = container
     }
 
-    /// The container's current value; setting it is ``State/modify(_:)-1zs3x``.
+    /// The container's current value; setting it is ``State/modify(_:)-5lmnc``.
     public var wrappedValue: Value {
         get { projectedValue.value }
         nonmutating set { projectedValue.modify(newValue) }

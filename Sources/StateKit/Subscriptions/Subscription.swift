@@ -64,19 +64,21 @@ protocol SubscriberOwner: AnyObject {
 /// A subscriber's life: active until cancelled, then removed from its owner.
 @usableFromInline
 class SubscriptionEntry: @unchecked Sendable {
-    private let active = Atomic<Bool>(true)
+    @usableFromInline
+    let active = Atomic<Bool>(true)
     /// The container that delivers to this subscriber; weak, so tokens never keep containers alive.
     weak var owner: (any SubscriberOwner)?
     /// The projection group this subscriber belongs to, or `nil` for the container's own subscribers.
     weak var group: ProjectionGroupBase?
     /// The version current when the subscriber joined; it is handed no change at or before it.
+    @usableFromInline
     let startVersion: UInt64
 
     init(startVersion: UInt64) {
         self.startVersion = startVersion
     }
 
-    @usableFromInline
+    @inlinable
     final var isActive: Bool {
         active.load(ordering: .acquiring)
     }
@@ -99,6 +101,7 @@ final class Subscriber<Element>: SubscriptionEntry, @unchecked Sendable {
     @usableFromInline
     let handler: Handler
     /// `nil` delivers synchronously on the delivering thread.
+    @usableFromInline
     let queue: DispatchQueue?
 
     init(startVersion: UInt64, queue: DispatchQueue?, handler: Handler) {
@@ -115,7 +118,7 @@ final class Subscriber<Element>: SubscriptionEntry, @unchecked Sendable {
 
     /// Hands `change` to the handler, on its queue if it has one. `depth` is the change's place in
     /// a chain of handler-triggered writes.
-    @usableFromInline
+    @inlinable
     func receive(_ change: @autoclosure () -> StateChange<Element>, value: Element, depth: Int) {
         guard isActive else { return }
         guard let queue else {
@@ -132,6 +135,11 @@ final class Subscriber<Element>: SubscriptionEntry, @unchecked Sendable {
             let record = change()
             call = { body(record) }
         }
+        enqueue(call, on: queue, depth: depth)
+    }
+
+    @usableFromInline
+    func enqueue(_ call: @escaping () -> Void, on queue: DispatchQueue, depth: Int) {
         let delivery = UncheckedSendable(call)
         queue.async { [self] in
             guard isActive else { return }

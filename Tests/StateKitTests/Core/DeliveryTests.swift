@@ -183,7 +183,7 @@ final class QueueListener: StateListener, @unchecked Sendable {
         release.signal()
         waitFor(sawTwo, "the queued change")
         #expect(seen.all == [0, 1, 2])
-        let deadline = Date().addingTimeInterval(30)
+        let deadline = Date().addingTimeInterval(300)
         while late.all.isEmpty && Date() < deadline { usleep(1_000) }
         #expect(late.all == [2])
         blocking.cancel()

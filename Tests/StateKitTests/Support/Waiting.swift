@@ -5,7 +5,7 @@ import Testing
 func waitFor(
     _ semaphore: DispatchSemaphore,
     _ what: String,
-    seconds: Double = 30,
+    seconds: Double = 300,
     sourceLocation: SourceLocation = #_sourceLocation
 ) {
     let result = semaphore.wait(timeout: .now() + seconds)

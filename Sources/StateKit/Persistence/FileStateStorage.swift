@@ -1,0 +1,137 @@
+import Foundation
+
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A ``StateStorage`` that keeps each key in its own JSON file in a directory you choose.
+///
+/// Each save writes a temporary file next to the destination, flushes it to disk, then renames
+/// it over the destination; a rename within one directory is atomic, so a reader — or the next
+/// launch after a crash or `kill -9` — finds either the previous file or the new one, never a torn
+/// one. File names are the keys, with every character other than letters, digits, `-`, `_` and
+/// `.` percent-encoded (`"profile/name"` is `profile%2Fname.json`).
+///
+/// ```swift
+/// let directory = URL.applicationSupportDirectory.appending(path: "State")
+/// let settings = PersistedState(Settings(), key: "settings", storage: .file(directory))
+/// ```
+///
+/// The directory is created on the first save. A process killed mid-save may leave a hidden
+/// temporary file (`.<name>.tmp-<uuid>`) behind; it is never read and can be deleted.
+///
+/// - Note: All operations on `FileStateStorage` are thread-safe.
+public struct FileStateStorage: StateStorage {
+    /// The directory holding the files.
+    public let directory: URL
+
+    /// Creates a storage that keeps its files in `directory`.
+    public init(directory: URL) {
+        self.directory = directory.standardizedFileURL
+    }
+
+    /// The directory's URL.
+    public var location: String { directory.absoluteString }
+
+    /// The file that holds `key`.
+    public func fileURL(forKey key: String) -> URL {
+        directory.appendingPathComponent(Self.fileName(forKey: key), isDirectory: false)
+    }
+
+    /// Reads the file for `key`; `nil` if it does not exist.
+    public func load(forKey key: String) throws -> Data? {
+        do {
+            return try Data(contentsOf: fileURL(forKey: key))
+        } catch CocoaError.fileReadNoSuchFile {
+            return nil
+        }
+    }
+
+    /// Writes `data` to a temporary file, flushes it, and renames it over the file for `key`.
+    public func save(_ data: Data, forKey key: String) throws {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let destination = fileURL(forKey: key)
+        let temporary = directory.appendingPathComponent(
+            ".\(destination.lastPathComponent).tmp-\(UUID().uuidString)", isDirectory: false)
+        try writeDurably(data, to: temporary)
+        guard rename(temporary.path, destination.path) == 0 else {
+            let error = POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+            try? FileManager.default.removeItem(at: temporary)
+            throw error
+        }
+    }
+
+    /// Deletes the file for `key`, if there is one.
+    public func remove(forKey key: String) throws {
+        do {
+            try FileManager.default.removeItem(at: fileURL(forKey: key))
+        } catch CocoaError.fileNoSuchFile {
+            return
+        }
+    }
+
+    /// Renames the file for `key` to the file for `destinationKey`, in one atomic step.
+    public func moveValue(forKey key: String, toKey destinationKey: String) throws {
+        guard rename(fileURL(forKey: key).path, fileURL(forKey: destinationKey).path) == 0 else {
+            if errno == ENOENT { return }
+            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+        }
+    }
+
+    /// Writes all of `data` to a new file at `url` and forces it to disk before returning.
+    private func writeDurably(_ data: Data, to url: URL) throws {
+        let descriptor = open(url.path, O_WRONLY | O_CREAT | O_EXCL, 0o644)
+        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        defer { close(descriptor) }
+        do {
+            try data.withUnsafeBytes { buffer in
+                var offset = 0
+                while offset < buffer.count {
+                    let written = write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                    if written < 0 {
+                        if errno == EINTR { continue }
+                        throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+                    }
+                    offset += written
+                }
+            }
+            guard fsync(descriptor) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        } catch {
+            unlink(url.path)
+            throw error
+        }
+    }
+
+    /// `key` with every character outside `[A-Za-z0-9._-]` percent-encoded (and a leading `.`,
+    /// so no key names a hidden file), plus `.json`.
+    static func fileName(forKey key: String) -> String {
+        var name = ""
+        for (index, byte) in key.utf8.enumerated() {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
+                name.unicodeScalars.append(Unicode.Scalar(byte))
+            case UInt8(ascii: ".") where index > 0:
+                name.append(".")
+            default:
+                name += String(format: "%%%02X", byte)
+            }
+        }
+        return name + ".json"
+    }
+}
+
+extension StateStorage where Self == FileStateStorage {
+    /// A storage keeping one JSON file per key in `directory`; see ``FileStateStorage``.
+    ///
+    /// ```swift
+    /// @Persisted(key: "theme", storage: .file(settingsDirectory)) var theme = Theme.light
+    /// ```
+    public static func file(_ directory: URL) -> FileStateStorage {
+        FileStateStorage(directory: directory)
+    }
+}

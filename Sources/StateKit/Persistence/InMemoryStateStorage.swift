@@ -1,0 +1,50 @@
+import Foundation
+
+/// A ``StateStorage`` that keeps bytes in memory, for tests and previews.
+///
+/// Every ``StateStorage/inMemory`` is a new, empty storage; keep one in a constant to share it
+/// between containers, or to create a container again and see it load what the last one saved.
+///
+/// ```swift
+/// let storage = InMemoryStateStorage()
+/// PersistedState(1, key: "count", storage: storage).modify(2)
+/// ```
+///
+/// - Note: All operations on `InMemoryStateStorage` are thread-safe.
+public final class InMemoryStateStorage: StateStorage, @unchecked Sendable {
+    private let lock = Lock()
+    private var contents: [String: Data] = [:]
+
+    /// Creates an empty storage.
+    public init() {}
+
+    /// `memory://<address>`, unique to this instance.
+    public var location: String { "memory://\(ObjectIdentifier(self))" }
+
+    /// The keys that hold bytes.
+    public var keys: [String] {
+        lock.withLock { Array(contents.keys) }
+    }
+
+    /// The bytes saved for `key`, or `nil`.
+    public func load(forKey key: String) throws -> Data? {
+        lock.withLock { contents[key] }
+    }
+
+    /// Keeps `data` under `key`.
+    public func save(_ data: Data, forKey key: String) throws {
+        lock.withLock { contents[key] = data }
+    }
+
+    /// Forgets `key`.
+    public func remove(forKey key: String) throws {
+        lock.withLock { contents[key] = nil }
+    }
+}
+
+extension StateStorage where Self == InMemoryStateStorage {
+    /// A new, empty in-memory storage; see ``InMemoryStateStorage``.
+    public static var inMemory: InMemoryStateStorage {
+        InMemoryStateStorage()
+    }
+}

@@ -1,0 +1,47 @@
+/// A property stored in a ``PersistedState``: it starts from the stored value, every change is
+/// saved, and `$property` is the container itself.
+///
+/// ```swift
+/// final class SettingsModel {
+///     @Persisted(key: "theme", storage: .file(settingsDirectory)) var theme = Theme.light
+///     @Persisted(key: "fontSize") var fontSize = 14.0     // in UserDefaults.standard
+/// }
+///
+/// let model = SettingsModel()
+/// model.theme = .dark                          // saved off this thread
+/// let subscription = model.$theme.subscribe { print("theme: \($0)") }
+/// model.$theme.flush()                         // wait until it is on disk
+/// ```
+///
+/// It is the persisted member of the ``Stateful`` family: same shape, same operators on `$theme`.
+///
+/// > Tip: `model.fontSize += 1` reads, then writes: two threads doing it at once can lose an
+/// > update. Use `model.$fontSize.modify { $0 += 1 }`.
+///
+/// - Note: All operations on `Persisted` are thread-safe.
+@propertyWrapper
+public struct Persisted<Value: Codable & Sendable>: Sendable {
+    /// The container behind the property.
+    public let projectedValue: PersistedState<Value>
+
+    /// Stores the property under `key` in `storage`, starting from the stored value if there is one.
+    ///
+    /// - Parameters:
+    ///   - wrappedValue: The value when storage holds none (the declaration's initial value).
+    ///   - key: The key the value is stored under.
+    ///   - storage: Where to keep it; `UserDefaults.standard` unless you say otherwise.
+    public init(wrappedValue: Value, key: String, storage: any StateStorage = .userDefaults()) {
+        projectedValue = PersistedState(wrappedValue, key: key, storage: storage)
+    }
+
+    /// Stores the property in an existing container, to share it between models.
+    public init(_ container: PersistedState<Value>) {
+        projectedValue = container
+    }
+
+    /// The container's current value; setting it is ``State/modify(_:)-5lmnc``.
+    public var wrappedValue: Value {
+        get { projectedValue.value }
+        nonmutating set { projectedValue.modify(newValue) }
+    }
+}

@@ -1,0 +1,32 @@
+/// What one sink of a ``SyncedState`` has done so far.
+///
+/// Read it with ``SyncedState/statistics``; every change the container handed to the sink is
+/// accounted for in exactly one of ``sent``, ``failed``, ``dropped``, ``coalesced`` or
+/// ``pending``, so nothing is ever lost silently.
+public struct SinkStatistics: Sendable, Equatable, CustomStringConvertible {
+    /// Changes the sink accepted (``StateSink/send(_:)`` returned).
+    public var sent = 0
+    /// Changes given up after repeated failures or refused for good by the sink.
+    public var failed = 0
+    /// Retry attempts made (one per failed attempt that was tried again).
+    public var retried = 0
+    /// Changes dropped because the buffer was full.
+    public var dropped = 0
+    /// Changes replaced by a newer one under ``SinkPolicy/Overflow/coalesceToLatest``.
+    public var coalesced = 0
+    /// Changes waiting in the buffer or being sent.
+    public var pending = 0
+    /// Whether the sink is paused after repeated failures (see ``SinkPolicy/Failure/pauseAndKeep(retryEvery:)``).
+    public var isPaused = false
+    /// The description of the last error the sink threw, if any.
+    public var lastError: String?
+
+    /// Creates empty statistics.
+    public init() {}
+
+    /// One line with every counter.
+    public var description: String {
+        "sent \(sent), failed \(failed), retried \(retried), dropped \(dropped), coalesced \(coalesced), "
+            + "pending \(pending)\(isPaused ? ", paused" : "")\(lastError.map { ", last error: \($0)" } ?? "")"
+    }
+}

@@ -1,0 +1,154 @@
+/// A ``MonitoredState`` that forwards every change to sinks: analytics, remote sync, logs.
+///
+/// Each sink gets its own ordered, bounded buffer and delivery task, run by the sink's
+/// ``StateSink/policy``: writers never wait for a sink (a sink that takes 200 ms per batch does not
+/// slow ``State/modify(_:)-5lmnc``), and one sink failing or hanging does not delay another.
+/// Every change the container makes is handed to every sink, in ``State/version`` order, and is
+/// accounted for in that sink's ``statistics``: sent, failed, dropped, coalesced or pending.
+///
+/// ```swift
+/// let cart = SyncedState([String](), key: "cart") {
+///     AnalyticsSink(backend: JSONLinesAnalyticsBackend(fileURL: eventsURL)) { change in
+///         AnalyticsEvent(name: "cart_changed", properties: ["count": "\(change.newValue.count)"])
+///     }
+///     LoggingSink()
+/// }
+/// cart.modify { $0.append("Book") }
+/// await cart.flush()   // every sink has the change, or gave it up as its policy says
+/// ```
+///
+/// ## Where and when sinks run
+/// Sinks run on their own tasks, never on the writer's thread; subscribers and listeners behave
+/// as in ``MonitoredState``. A container's sinks stop receiving changes when it is deallocated,
+/// but each sink's task first delivers what it already buffered.
+///
+/// - Note: All operations on `SyncedState` are thread-safe. A subclass must restate
+///   `@unchecked Sendable`.
+open class SyncedState<Value: Sendable>: MonitoredState<Value> {
+    private let pipelines: [SinkPipeline<Value>]
+    private var sinkSubscription: Subscription?
+
+    /// Creates a container holding `defaultValue` whose changes go to `sinks`.
+    ///
+    /// When a sink is a ``DurableOutbox`` holding changes from an earlier run, they are delivered
+    /// first, and the container's ``State/version`` continues after the last version the outbox
+    /// recorded, so idempotency keys stay unique across restarts.
+    ///
+    /// - Parameters:
+    ///   - defaultValue: The initial value.
+    ///   - key: A key unique across the application; sinks receive it in every ``StateChange``.
+    ///   - sinks: Where changes go, each with its own buffer and delivery task.
+    public init(_ defaultValue: Value, key: String, sinks: [any StateSink<Value>]) {
+        let pipelines = sinks.map { SinkPipeline(sink: $0, key: key) }
+        self.pipelines = pipelines
+        super.init(defaultValue, key: key)
+        disableHook(ifInstanceOf: SyncedState<Value>.self)
+        let recorders = sinks.compactMap { $0 as? any WriterThreadSink<Value> }
+        var lastVersion: UInt64 = 0
+        for (sink, pipeline) in zip(sinks, pipelines) {
+            guard let recorder = sink as? any WriterThreadSink<Value> else { continue }
+            let recovered = recorder.recover(key: key)
+            lastVersion = max(lastVersion, recovered.lastVersion)
+            for change in recovered.pending { pipeline.enqueue(change) }
+        }
+        lock.withLock {
+            storedVersion = lastVersion
+            if !recorders.isEmpty {
+                writeObserver = { change in
+                    for recorder in recorders { recorder.record(change) }
+                }
+            }
+        }
+        sinkSubscription = addSubscriber(
+            queue: nil,
+            handler: .change { change in
+                for pipeline in pipelines { pipeline.enqueue(change) }
+            },
+            sendsCurrentValue: false
+        )
+    }
+
+    /// Creates a container whose sinks are listed in a block.
+    ///
+    /// ```swift
+    /// let score = SyncedState(0, key: "score") {
+    ///     ClosureSink { changes in print(changes.map(\.newValue)) }
+    ///     if verbose { LoggingSink() }
+    /// }
+    /// ```
+    public convenience init(
+        _ defaultValue: Value,
+        key: String,
+        @SinkBuilder<Value> sinks: () -> [any StateSink<Value>]
+    ) {
+        self.init(defaultValue, key: key, sinks: sinks())
+    }
+
+    deinit {
+        sinkSubscription?.cancel()
+        for pipeline in pipelines { pipeline.close() }
+    }
+
+    /// Returns once every sink has received every change made before the call, or given it up
+    /// (or dropped it, or paused) as its policy says.
+    ///
+    /// Use it in tests instead of sleeping, and before the app suspends. A sink paused by
+    /// ``SinkPolicy/Failure/pauseAndKeep(retryEvery:)`` does not hold the flush: its changes stay
+    /// pending (see ``statistics``).
+    public func flush() async {
+        await deliveredBarrier()
+        for pipeline in pipelines { await pipeline.flush() }
+    }
+
+    /// What each sink has done so far, in the order the sinks were given.
+    public var statistics: [SinkStatistics] {
+        pipelines.map(\.statistics)
+    }
+
+    /// Waits until every change made before the call has been handed to the sinks' buffers: a
+    /// change may still be queued behind another thread's delivery when its writer returns.
+    private func deliveredBarrier() async {
+        let signal = BarrierSignal()
+        var subscription: Subscription?
+        await withCheckedContinuation { continuation in
+            signal.arm(continuation)
+            subscription = addSubscriber(
+                queue: nil,
+                handler: .value { _ in signal.fire() },
+                sendsCurrentValue: true
+            )
+        }
+        subscription?.cancel()
+    }
+}
+
+extension SyncedState: @unchecked Sendable {}
+
+/// Resumes a continuation once, however often it fires.
+private final class BarrierSignal: @unchecked Sendable {
+    private let lock = Lock()
+    private var continuation: CheckedContinuation<Void, Never>?
+
+    func arm(_ continuation: CheckedContinuation<Void, Never>) {
+        lock.withLock { self.continuation = continuation }
+    }
+
+    func fire() {
+        let continuation = lock.withLock {
+            let continuation = self.continuation
+            self.continuation = nil
+            return continuation
+        }
+        continuation?.resume()
+    }
+}
+
+/// A sink that must see each change on the writer's thread, before the write returns: the durable
+/// outbox, which logs a change to disk before its writer may assume it accepted.
+protocol WriterThreadSink<Value>: StateSink {
+    /// Records `change`; called under the container's lock, in version order. Must not touch the container.
+    func record(_ change: StateChange<Value>)
+    /// The changes recorded by an earlier run and not acknowledged, oldest first, and the last
+    /// version recorded (0 when none).
+    func recover(key: String) -> (pending: [StateChange<Value>], lastVersion: UInt64)
+}

@@ -1,0 +1,26 @@
+import Dispatch
+
+extension DispatchQueue {
+    /// Waits until everything submitted to this serial queue before the call has run.
+    ///
+    /// StateKit delivers synchronously on the writing thread by default, so most tests need no
+    /// waiting at all. Handlers given a queue (``StateKit/MonitoredState/subscribe(on:_:)``,
+    /// ``StateKit/StateListener/stateListenerQueue``) are submitted to it during the write, so
+    /// once the writes have returned, one `flush()` of that queue lets them all run:
+    ///
+    /// ```swift
+    /// let queue = DispatchQueue(label: "test.delivery")
+    /// let subscription = counter.subscribe(on: queue) { seen.append($0) }
+    /// counter ~> 1
+    /// await queue.flush()
+    /// #expect(seen.all == [0, 1])
+    /// ```
+    ///
+    /// > Warning: The queue must be serial, and on ``main`` it needs the main queue to be serviced
+    /// > (an app, or an async test runner); never call it from a block already running on this queue.
+    public func flush() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            async { continuation.resume() }
+        }
+    }
+}

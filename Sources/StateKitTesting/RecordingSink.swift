@@ -1,0 +1,100 @@
+import Foundation
+import StateKit
+
+/// A ``StateKit/StateSink`` that keeps every batch and change it receives, in order, for tests.
+///
+/// Hand it to a container that syncs to sinks, write, then read what arrived or wait for it.
+/// It can also be told to fail its next sends, to exercise a pipeline's retries.
+///
+/// ```swift
+/// let sink = RecordingSink<Int>()
+/// // ... give `sink` to a synced container and write 1, 2, 3 ...
+/// let changes = try await sink.next(3)
+/// #expect(changes.map(\.newValue) == [1, 2, 3])
+/// ```
+///
+/// - Note: All operations on `RecordingSink` are thread-safe.
+public final class RecordingSink<Value: Sendable>: StateSink, @unchecked Sendable {
+    private let lock = NSLock()
+    private var receivedBatches: [[StateChange<Value>]] = []
+    private var failuresLeft = 0
+    private var failure: any Error = RecordingSinkFailure()
+    private var attempts = 0
+    private let log = RecordLog<StateChange<Value>>()
+
+    /// Creates an empty sink that accepts every batch.
+    public init() {}
+
+    /// Records `changes` as one batch, or throws if told to fail this send.
+    ///
+    /// A failed send records nothing, as a real destination that refused the batch would.
+    public func send(_ changes: [StateChange<Value>]) async throws {
+        let error: (any Error)? = lock.withLock {
+            attempts += 1
+            if failuresLeft > 0 {
+                failuresLeft -= 1
+                return failure
+            }
+            receivedBatches.append(changes)
+            log.append(contentsOf: changes)
+            return nil
+        }
+        if let error { throw error }
+    }
+
+    /// Makes the next `count` sends throw `error` (recording nothing), to exercise retries.
+    public func failNextSends(_ count: Int, with error: any Error = RecordingSinkFailure()) {
+        lock.withLock {
+            failuresLeft = count
+            failure = error
+        }
+    }
+
+    /// Every batch accepted so far, in the order received.
+    public var batches: [[StateChange<Value>]] {
+        lock.withLock { receivedBatches }
+    }
+
+    /// Every change accepted so far, in the order received.
+    public var changes: [StateChange<Value>] {
+        log.all
+    }
+
+    /// The new value of every change accepted so far, in order.
+    public var values: [Value] {
+        log.all.map(\.newValue)
+    }
+
+    /// How many times ``send(_:)`` was called, failed sends included.
+    public var sendCount: Int {
+        lock.withLock { attempts }
+    }
+
+    /// Waits for the next `count` accepted changes, in order, and returns them.
+    ///
+    /// Each call continues where the previous one stopped; the first starts with the first change
+    /// accepted. Returns at once if they have already arrived.
+    ///
+    /// - Throws: ``RecordingTimeoutError`` naming the key and what did arrive if the changes have
+    ///   not all arrived within `timeout`; `CancellationError` if the task is cancelled.
+    public func next(_ count: Int = 1, timeout: Duration = .seconds(5)) async throws -> [StateChange<Value>] {
+        try await log.next(count, timeout: timeout) { unread, all in
+            var keys: [String] = []
+            for change in all where !keys.contains(change.key) { keys.append(change.key) }
+            return RecordingTimeoutError(
+                key: keys.isEmpty ? "(no change received yet)" : keys.joined(separator: ", "),
+                expectedCount: count,
+                timeout: timeout,
+                received: unread.map { describe($0.newValue) },
+                recorded: all.map { describe($0.newValue) },
+                elementName: "changes"
+            )
+        }
+    }
+}
+
+/// The error a ``RecordingSink`` throws from a send it was told to fail.
+public struct RecordingSinkFailure: Error, Equatable, Sendable {
+    /// Creates the error.
+    public init() {}
+}

@@ -1,0 +1,48 @@
+import Foundation
+import StateKit
+
+// A child process for StateKit's persistence tests: it writes and reads file-backed
+// containers, so tests can kill it mid-write and check what the next process finds.
+//
+//   statekit-testhelper write <directory> <key> <string>   stores the string, flushes, exits
+//   statekit-testhelper read <directory> <key>             prints the stored string
+//   statekit-testhelper write-loop <directory> <key>       prints "loaded <n>", then stores
+//                                                          [n+1, n+1, ...], [n+2, ...] forever,
+//                                                          printing "flushed <n>" now and then
+
+func line(_ text: String) {
+    FileHandle.standardOutput.write(Data((text + "\n").utf8))
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+guard arguments.count >= 3 else {
+    line("usage: statekit-testhelper write|read|write-loop <directory> <key> [value]")
+    exit(2)
+}
+let storage = FileStateStorage.file(URL(fileURLWithPath: arguments[1], isDirectory: true))
+let key = arguments[2]
+
+switch arguments[0] {
+case "write" where arguments.count == 4:
+    let state = PersistedState("", key: key, storage: storage)
+    state.modify(arguments[3])
+    state.flush()
+    line("wrote")
+case "read":
+    line(PersistedState("", key: key, storage: storage).value)
+case "write-loop":
+    let state = PersistedState([Int](), key: key, storage: storage)
+    var counter = state.value.first ?? 0
+    line("loaded \(counter)")
+    while true {
+        counter += 1
+        state.modify(Array(repeating: counter, count: 2_000))
+        if counter % 100 == 0 {
+            state.flush()
+            line("flushed \(counter)")
+        }
+    }
+default:
+    line("unknown command \(arguments[0])")
+    exit(2)
+}

@@ -1,0 +1,143 @@
+import Foundation
+import StateKit
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+@Suite(.timeLimit(.minutes(1))) struct DurableOutboxTests {
+    init() { DiagnosticsRecorder.start() }
+
+    private func temporaryDirectory() throws -> URL {
+        let directory = FileManager.default.temporaryDirectory.appending(path: "statekit-outbox-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return directory
+    }
+
+    /// The helper executable, built next to the test bundle.
+    private func helper() throws -> URL {
+        let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        let candidates = [directory, Bundle.main.bundleURL.deletingLastPathComponent()]
+            .map { $0.appending(path: "statekit-sinks-helper") }
+        return try #require(candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) })
+    }
+
+    /// Runs the helper and returns its first line of output, leaving it running.
+    private func launch(_ arguments: [String]) async throws -> (Process, String, Pipe) {
+        let process = Process()
+        process.executableURL = try helper()
+        process.arguments = arguments
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let line = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                var data = Data()
+                while !data.contains(0x0A) {
+                    let chunk = output.fileHandleForReading.availableData
+                    if chunk.isEmpty { break }
+                    data.append(chunk)
+                }
+                continuation.resume(returning: String(decoding: data, as: UTF8.self))
+            }
+        }
+        return (process, line.trimmingCharacters(in: .whitespacesAndNewlines), errors)
+    }
+
+    private func waitForExit(_ process: Process) async {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                process.waitUntilExit()
+                continuation.resume()
+            }
+        }
+    }
+
+    @Test(arguments: [false, true])
+    func changesOfAKilledWriterArriveExactlyOnceInOrderAfterRestart(withTornTail: Bool) async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let log = directory.appending(path: "state.outbox")
+        let events = directory.appending(path: "events.jsonl")
+        let key = uniqueKey()
+        let count = 200
+
+        let (writer, wrote, _) = try await launch(["outbox-write", log.path, key, String(count)])
+        #expect(wrote == "wrote \(count)")
+        kill(writer.processIdentifier, SIGKILL)
+        await waitForExit(writer)
+        #expect(writer.terminationReason == .uncaughtSignal)
+        #expect(!FileManager.default.fileExists(atPath: events.path))
+        if withTornTail {
+            let handle = try FileHandle(forWritingTo: log)
+            try handle.seekToEnd()
+            try handle.write(contentsOf: Data(#"{"change":{"key":"\#(key)","newVal"#.utf8))
+            try handle.close()
+        }
+
+        let (deliverer, delivered, errors) = try await launch(["outbox-deliver", log.path, key, events.path])
+        await waitForExit(deliverer)
+        #expect(delivered == "delivered \(count + 1)")
+        #expect(deliverer.terminationStatus == 0)
+        let received = try JSONLinesAnalyticsBackend(fileURL: events).events()
+        #expect(received.map(\.idempotencyKey) == (1...count + 1).map { "\(key)#\($0)" })
+        #expect(received.map(\.properties["value"]) == (1...count).map(String.init) + ["-1"])
+        let diagnostics = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(diagnostics.contains("[outbox-corrupt-record]") == withTornTail)
+    }
+
+    @Test func recoverySkipsDamagedRecordsAndHonoursAcknowledgements() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let log = directory.appending(path: "state.outbox")
+        let key = uniqueKey()
+        func change(_ version: Int) -> String {
+            #"{"change":{"key":"\#(key)","oldValue":\#(version - 1),"newValue":\#(version * 10),"#
+                + #""version":\#(version),"timestamp":"2025-01-01T00:00:00Z"}}"#
+        }
+        let lines = [change(1), change(2), "{not json", change(3), #"{"acknowledged":2}"#, change(4), change(4)]
+        try Data((lines.joined(separator: "\n") + "\n" + #"{"change":{"#).utf8).write(to: log)
+
+        let sink = TestSink<Int>()
+        let state = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: sink) }
+        await state.flush()
+        #expect(sink.versions == [3, 4])
+        #expect(sink.changes.map(\.newValue) == [30, 40])
+        #expect(state.version == 4)
+        let corrupt = DiagnosticsRecorder.diagnostics(involving: key).filter { $0.kind == .outboxCorruptRecord }
+        #expect(corrupt.count == 2)
+
+        state.modify(5)
+        await state.flush()
+        #expect(sink.versions == [3, 4, 5])
+        #expect(sink.changes.last?.idempotencyKey == "\(key)#5")
+    }
+
+    @Test func acknowledgedChangesAreNotDeliveredAgainAfterRestart() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let log = directory.appending(path: "state.outbox")
+        let key = uniqueKey()
+        let first = TestSink<Int>()
+        do {
+            let state = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: first) }
+            for value in 1...3 { state.modify(value) }
+            await state.flush()
+        }
+        #expect(first.versions == [1, 2, 3])
+
+        let second = TestSink<Int>()
+        let restarted = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: second) }
+        await restarted.flush()
+        #expect(second.versions.isEmpty)
+        #expect(restarted.version == 3)
+        restarted.modify(4)
+        await restarted.flush()
+        #expect(second.versions == [4])
+    }
+}

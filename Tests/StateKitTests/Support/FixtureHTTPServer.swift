@@ -1,0 +1,187 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A tiny HTTP/1.1 server on 127.0.0.1 for sink tests: records each request and answers as the
+/// test scripts it (succeed, fail, reject, or hold the answer until the test releases it).
+///
+/// One connection at a time, `Connection: close`, at most `maximumRequests` answered (later
+/// connections are closed at once), loopback only.
+final class FixtureHTTPServer: @unchecked Sendable {
+    struct Request: Sendable {
+        var method: String
+        var path: String
+        /// Header fields, names lowercased.
+        var headers: [String: String]
+        var body: Data
+    }
+
+    struct Response: Sendable {
+        var status: Int
+        var headers: [String: String] = [:]
+        var body: Data = Data()
+        /// When set, the answer waits until the test calls `release()` for it.
+        var waitsForRelease = false
+
+        static let ok = Response(status: 200)
+    }
+
+    let port: UInt16
+    private let socket: Int32
+    private let maximumRequests: Int
+    private let lock = NSLock()
+    private var script: [Response]
+    private let fallback: Response
+    private var recorded: [Request] = []
+    private var countWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    private let releases = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
+
+    var url: URL { URL(string: "http://127.0.0.1:\(port)/state")! }
+    var requests: [Request] { lock.withLock { recorded } }
+
+    /// Starts serving: answers with `script` in order, then with `fallback`.
+    init(script: [Response] = [], fallback: Response = .ok, maximumRequests: Int = 50) throws {
+        self.script = script
+        self.fallback = fallback
+        self.maximumRequests = maximumRequests
+        #if canImport(Glibc)
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+        let socket = Darwin.socket(AF_INET, SOCK_STREAM, 0)
+        #endif
+        guard socket >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+        var reuse: Int32 = 1
+        setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) }
+        }
+        guard bound == 0, listen(socket, 16) == 0 else {
+            close(socket)
+            throw POSIXError(.init(rawValue: errno) ?? .EIO)
+        }
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) }
+        }
+        self.socket = socket
+        port = UInt16(bigEndian: address.sin_port)
+        let thread = Thread { [self] in serve() }
+        thread.start()
+    }
+
+    /// Stops listening and waits for the serving thread to end.
+    func stop() {
+        shutdown(socket, Int32(SHUT_RDWR))
+        close(socket)
+        releases.signal()
+        finished.wait()
+    }
+
+    /// Lets one held answer go.
+    func release() {
+        releases.signal()
+    }
+
+    /// Returns once at least `count` requests have arrived.
+    func received(_ count: Int) async {
+        await withCheckedContinuation { continuation in
+            lock.lock()
+            if recorded.count >= count {
+                lock.unlock()
+                continuation.resume()
+            } else {
+                countWaiters.append((count, continuation))
+                lock.unlock()
+            }
+        }
+    }
+
+    private func serve() {
+        defer { finished.signal() }
+        var answered = 0
+        while true {
+            let connection = accept(socket, nil, nil)
+            guard connection >= 0 else { return }
+            defer { close(connection) }
+            guard answered < maximumRequests, let request = read(from: connection) else { continue }
+            answered += 1
+            let response = record(request)
+            if response.waitsForRelease { releases.wait() }
+            write(response, to: connection)
+        }
+    }
+
+    private func record(_ request: Request) -> Response {
+        lock.lock()
+        recorded.append(request)
+        let response = script.isEmpty ? fallback : script.removeFirst()
+        let ready = countWaiters.filter { $0.count <= recorded.count }
+        countWaiters.removeAll { $0.count <= recorded.count }
+        lock.unlock()
+        for waiter in ready { waiter.continuation.resume() }
+        return response
+    }
+
+    private func read(from connection: Int32) -> Request? {
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let separator = Data("\r\n\r\n".utf8)
+        var headerEnd: Range<Data.Index>?
+        var contentLength = 0
+        while true {
+            if headerEnd == nil, let range = data.range(of: separator) {
+                headerEnd = range
+                let head = String(decoding: data[..<range.lowerBound], as: UTF8.self)
+                for line in head.split(separator: "\r\n").dropFirst() {
+                    let parts = line.split(separator: ":", maxSplits: 1)
+                    if parts.count == 2, parts[0].lowercased() == "content-length" {
+                        contentLength = Int(parts[1].trimmingCharacters(in: .whitespaces)) ?? 0
+                    }
+                }
+            }
+            if let headerEnd, data.count - headerEnd.upperBound >= contentLength { break }
+            let count = recv(connection, &buffer, buffer.count, 0)
+            guard count > 0 else { return nil }
+            data.append(contentsOf: buffer[0..<count])
+        }
+        guard let headerEnd else { return nil }
+        let lines = String(decoding: data[..<headerEnd.lowerBound], as: UTF8.self).split(separator: "\r\n")
+        let requestLine = lines.first?.split(separator: " ") ?? []
+        guard requestLine.count >= 2 else { return nil }
+        var headers: [String: String] = [:]
+        for line in lines.dropFirst() {
+            let parts = line.split(separator: ":", maxSplits: 1)
+            if parts.count == 2 {
+                headers[parts[0].lowercased()] = parts[1].trimmingCharacters(in: .whitespaces)
+            }
+        }
+        let body = data[headerEnd.upperBound..<(headerEnd.upperBound + contentLength)]
+        return Request(method: String(requestLine[0]), path: String(requestLine[1]), headers: headers, body: Data(body))
+    }
+
+    private func write(_ response: Response, to connection: Int32) {
+        var head =
+            "HTTP/1.1 \(response.status) Fixture\r\nContent-Length: \(response.body.count)\r\nConnection: close\r\n"
+        for (field, value) in response.headers { head += "\(field): \(value)\r\n" }
+        head += "\r\n"
+        var bytes = Data(head.utf8)
+        bytes.append(response.body)
+        var sent = 0
+        bytes.withUnsafeBytes { raw in
+            while sent < raw.count {
+                let count = send(connection, raw.baseAddress! + sent, raw.count - sent, Int32(MSG_NOSIGNAL))
+                guard count > 0 else { return }
+                sent += count
+            }
+        }
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The `statekit-testhelper` executable run as a child process, with its standard output read
+/// line by line (reads block until the child writes, so no test sleeps).
+final class TestHelperProcess {
+    let process = Process()
+    private let output = Pipe()
+    private var buffer = Data()
+
+    init(_ arguments: [String]) throws {
+        process.executableURL = try Self.executableURL()
+        process.arguments = arguments
+        process.standardOutput = output
+        try process.run()
+    }
+
+    /// Runs the helper to completion and returns its output lines.
+    static func run(_ arguments: [String]) throws -> [String] {
+        let helper = try TestHelperProcess(arguments)
+        var lines: [String] = []
+        while let line = helper.nextLine() { lines.append(line) }
+        helper.process.waitUntilExit()
+        #expect(helper.process.terminationStatus == 0)
+        return lines
+    }
+
+    /// The next line the child printed, or `nil` once it closed its output.
+    func nextLine() -> String? {
+        while true {
+            if let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
+                buffer.removeSubrange(buffer.startIndex...newline)
+                return line
+            }
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { return nil }
+            buffer.append(chunk)
+        }
+    }
+
+    /// Sends SIGKILL and waits for the child to be gone.
+    func kill() {
+        #if canImport(Glibc)
+        _ = Glibc.kill(process.processIdentifier, SIGKILL)
+        #else
+        _ = Darwin.kill(process.processIdentifier, SIGKILL)
+        #endif
+        process.waitUntilExit()
+    }
+
+    /// The helper built next to the test bundle (`swift test` builds it: the test target
+    /// depends on it), or under the package's `.build/debug`.
+    private static func executableURL() throws -> URL {
+        var directories: [URL] = []
+        if let executable = Bundle.main.executableURL { directories.append(executable.deletingLastPathComponent()) }
+        for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
+            directories.append(bundle.bundleURL.deletingLastPathComponent())
+        }
+        let packageRoot = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        directories.append(packageRoot.appendingPathComponent(".build/debug"))
+        for directory in directories {
+            let candidate = directory.appendingPathComponent("statekit-testhelper")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+        }
+        throw HelperNotFound(searched: directories.map(\.path))
+    }
+
+    struct HelperNotFound: Error, CustomStringConvertible {
+        let searched: [String]
+        var description: String { "statekit-testhelper not found in \(searched)" }
+    }
+}
+
+/// A new, empty temporary directory, removed by `cleanUp()`.
+struct TemporaryDirectory {
+    let url: URL
+
+    init(_ name: String = #function) {
+        url = FileManager.default.temporaryDirectory
+            .appendingPathComponent(
+                "StateKitTests-\(name.prefix { $0 != "(" })-\(UUID().uuidString)", isDirectory: true)
+    }
+
+    func cleanUp() {
+        try? FileManager.default.removeItem(at: url)
+    }
+
+    /// The names of the files in the directory.
+    var fileNames: [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []).sorted()
+    }
+}
