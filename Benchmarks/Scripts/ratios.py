@@ -18,9 +18,9 @@ import sys
 from collections import defaultdict
 
 PEERS = ["Floor", "StateKit", "Seed", "Combine", "Observation"]
-# Samples of scenarios 3 and 4 are one write each; every other sample is 1,000 operations
-# (`scalingFactor: .kilo` in StateKitBenchmarks.swift). Custom metrics are already per operation.
-PER_SAMPLE_ONE = ("3 ", "4 ", "8 ", "9 ")
+# Samples of scenarios 3 and 4 are one write each, of 9 all 10,000 changes and the flush; every other sample is 1,000 operations
+# (`scalingFactor: .kilo` in StateKitBenchmarks.swift), but 5's are 100,000 increments per thread. Custom metrics are already per operation.
+PER_SAMPLE_ONE = ("3 ", "4 ", "9 ")
 
 
 def run_suite(extra):
@@ -43,6 +43,8 @@ def parse(text):
         scenario, _, peer = test.rpartition("/")
         if not metric.startswith(("Time", "Malloc")) or scenario.startswith(PER_SAMPLE_ONE):
             scale = 1
+        elif scenario.startswith("5 "):
+            scale = 100_000
         else:
             scale = 1000
         medians[(scenario, peer)][metric] = value / scale
@@ -80,6 +82,19 @@ def table(medians, metric, title, unit, ratios):
     return header + "\n".join(rows) + "\n"
 
 
+def single_table(medians, metrics, title):
+    """Scenarios measured on StateKit variants only (no Floor), one column per metric."""
+    names = sorted((name for name in medians if name[1] not in PEERS), key=lambda n: (int(n[0].split()[0]), n))
+    if not names:
+        return ""
+    text = f"**{title}**\n\n| Scenario | Variant | " + " | ".join(label for _, label in metrics) + " |\n"
+    text += "|---|---|" + "---:|" * len(metrics) + "\n"
+    for scenario, variant in names:
+        values = [medians[(scenario, variant)].get(metric) for metric, _ in metrics]
+        text += f"| {scenario} | {variant} | " + " | ".join("n/a" if v is None else number(v) for v in values) + " |\n"
+    return text
+
+
 def main(argv):
     extra = argv[argv.index("--") + 1:] if "--" in argv else []
     argv = argv[:argv.index("--")] if "--" in argv else argv
@@ -93,10 +108,13 @@ def main(argv):
                 file.write(text)
     medians = parse(text)
     print(table(medians, "Time(wallclock)", "Median time per operation, ratio to the Floor",
-                "ns; scenarios 3-4 per write of 1,000 projections, 5 per increment pair", True))
+                "ns; 3-4: per write with 1,000 projections; 5: per increment on each of 2 threads; 9: per 10,000 changes + flush", True))
     print(table(medians, "Malloc(total)", "Allocations per operation", "median count", False))
     print(table(medians, "Malloc(bytestotal)", "Bytes allocated per operation", "median", False))
     print(table(medians, "pathevaluationsperwrite", "Path evaluations per write", "scenario 4", False))
+    print(single_table(medians, [("Time(wallclock)", "median ns"), ("Malloc(total)", "allocations"),
+                                 ("storagewritesper10000changes", "storage writes")],
+                       "SyncedState (8: per write) and PersistedState (9: per 10,000 changes + flush)"))
     print(table(medians, "lostupdatesper1000", "Lost updates per 1,000 increments", "scenario 5", False))
 
 

@@ -1,0 +1,73 @@
+import Benchmark
+import Foundation
+import StateKit
+import Synchronization
+
+let storageWrites = BenchmarkMetric.custom("storage writes per 10000 changes", useScalingFactor: false)
+
+/// Scenario 8: a write to a `SyncedState` whose only sink takes 200 ms per batch, against one
+/// with no sink. Writers must not wait for sinks, so the two should cost about the same.
+func registerSyncedState() {
+    let configuration = Benchmark.Configuration(maxIterations: 100)
+
+    let unsynced = SyncedState(0, key: "benchmark.synced.none", sinks: [])
+    var unsyncedNext = 0
+    Benchmark("8 SyncedState write/no sink", configuration: configuration) { benchmark in
+        for _ in benchmark.scaledIterations {
+            unsyncedNext &+= 1
+            unsynced.modify(unsyncedNext)
+        }
+    }
+
+    let slowSink = ClosureSink<Int> { _ in try await Task.sleep(for: .milliseconds(200)) }
+    let synced = SyncedState(0, key: "benchmark.synced.slow", sinks: [slowSink])
+    var syncedNext = 0
+    Benchmark("8 SyncedState write/200 ms sink", configuration: configuration) { benchmark in
+        for _ in benchmark.scaledIterations {
+            syncedNext &+= 1
+            synced.modify(syncedNext)
+        }
+    }
+}
+
+/// Scenario 9: 10,000 changes to a file-backed `PersistedState`, then `flush()`; reports how many
+/// of them reached the storage (saves coalesce while one runs) and the time for all 10,000.
+func registerPersistence() {
+    let configuration = Benchmark.Configuration(
+        metrics: [.wallClock, storageWrites],
+        scalingFactor: .one,
+        maxIterations: 20
+    )
+    let directory = FileManager.default.temporaryDirectory
+        .appendingPathComponent("statekit-benchmarks-\(ProcessInfo.processInfo.processIdentifier)")
+    let storage = CountingStorage(FileStateStorage(directory: directory))
+    let persisted = PersistedState(0, key: "benchmark.persisted", storage: storage)
+    Benchmark("9 file persistence 10000 changes/PersistedState", configuration: configuration) { benchmark in
+        let before = storage.saves
+        for _ in 0..<10_000 { persisted.modify { $0 += 1 } }
+        persisted.flush()
+        benchmark.measurement(storageWrites, storage.saves - before)
+    }
+}
+
+/// A storage that counts the saves it passes on.
+final class CountingStorage: StateStorage {
+    private let base: FileStateStorage
+    private let count = Atomic(0)
+
+    init(_ base: FileStateStorage) {
+        self.base = base
+    }
+
+    var saves: Int { count.load(ordering: .acquiring) }
+    var location: String { base.location }
+
+    func load(forKey key: String) throws -> Data? { try base.load(forKey: key) }
+
+    func save(_ data: Data, forKey key: String) throws {
+        count.add(1, ordering: .acquiringAndReleasing)
+        try base.save(data, forKey: key)
+    }
+
+    func remove(forKey key: String) throws { try base.remove(forKey: key) }
+}
