@@ -29,6 +29,12 @@ let package = Package(
             // Swift 5 mode: the seed article's code predates strict concurrency checking.
             swiftSettings: [.swiftLanguageMode(.v5)],
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
-        )
+        ),
+        // A driver for Scripts/profile.sh: one scenario under callgrind.
+        .executableTarget(
+            name: "StateKitProfile",
+            dependencies: [.product(name: "StateKit", package: "StateKit")],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
     ]
 )

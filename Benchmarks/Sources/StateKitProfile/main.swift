@@ -1,0 +1,47 @@
+// Drives one StateKit scenario for callgrind, which counts instructions repeatably on a shared
+// machine. Only `measured(_:_:)` is counted when run as Scripts/profile.sh does.
+import StateKit
+
+struct Grid: Equatable, Sendable {
+    var cells = [Int](repeating: 0, count: 1_000)
+}
+
+@inline(never)
+func measured(_ count: Int, _ body: () -> Void) {
+    for _ in 0..<count { body() }
+}
+
+let arguments = CommandLine.arguments
+let scenario = arguments.count > 1 ? arguments[1] : "write1"
+let count = arguments.count > 2 ? Int(arguments[2]) ?? 10_000 : 10_000
+var next = 0
+
+switch scenario {
+case "read":
+    let state = MonitoredState(0, key: "read")
+    measured(count) { next &+= state.value }
+case "write0", "write1", "write10":
+    let subscribers = Int(scenario.dropFirst(5))!
+    let state = MonitoredState(0, key: "write")
+    let tokens = (0..<subscribers).map { _ in state.subscribe { _ in } }
+    measured(count) {
+        next &+= 1
+        state.modify(next)
+    }
+    withExtendedLifetime(tokens) {}
+case "fanout":
+    let state = MonitoredState(Grid(), key: "fanout")
+    let tokens = (0..<1_000).map { index in state.observe(\Grid.cells[index]).subscribe { _ in } }
+    measured(count) {
+        next &+= 1
+        let cell = next % 1_000
+        state.modify { $0.cells[cell] &+= 1 }
+    }
+    withExtendedLifetime(tokens) {}
+case "churn":
+    let state = MonitoredState(0, key: "churn")
+    measured(count) { state.subscribe { _ in }.cancel() }
+default:
+    fatalError("unknown scenario \(scenario)")
+}
+print(scenario, count, next)
