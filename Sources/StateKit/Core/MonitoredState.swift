@@ -26,6 +26,7 @@ open class MonitoredState<Value>: State<Value> {
     /// Creates a container holding `defaultValue`, identified by `key`.
     public override init(_ defaultValue: Value, key: String) {
         super.init(defaultValue, key: key)
+        enableObservation()
     }
 
     /// Creates a container whose writes must pass `validator`.
@@ -48,6 +49,7 @@ open class MonitoredState<Value>: State<Value> {
         validator: @escaping @Sendable (_ current: Value, _ proposed: Value) throws -> Void
     ) {
         super.init(defaultValue, key: key)
+        enableObservation()
         self.validator = validator
     }
 

@@ -51,6 +51,9 @@ open class State<Value> {
     var projectionIndex: [AnyKeyPath: ProjectionGroup<Value>] = [:]
     var pending = PendingQueue<Value>()
     var isDelivering = false
+    /// Observation's bridge for ``MonitoredState``; `nil` for a plain `State`. Set in `init` only.
+    @usableFromInline
+    var observation: ObservationPoint?
 
     /// Creates a container holding `defaultValue`, identified by `key`.
     ///
@@ -85,6 +88,7 @@ open class State<Value> {
     /// The current value.
     @inlinable
     public var value: Value {
+        observation?.access()
         lock.lock()
         defer { lock.unlock() }
         return storedValue
@@ -174,9 +178,11 @@ open class State<Value> {
     /// ```
     open func didModify() {
         if DeliveryContext.current.hookTarget == ObjectIdentifier(self) { return }
+        observation?.willSet()
+        defer { observation?.didSet() }
         lock.lock()
         storedVersion &+= 1
-        guard isObserved else {
+        guard hasAudienceLocked else {
             lock.unlock()
             return
         }

@@ -23,6 +23,12 @@ extension State: PendingDelivery, SubscriberOwner {
         rejection: inout RejectedWriteError?,
         _ body: (inout Value) throws -> Result
     ) rethrows -> Result {
+        if let observation {
+            lock.unlock()
+            observation.willSet()
+            lock.lock()
+        }
+        defer { observation?.didSet() }
         if let validator {
             var proposed = storedValue
             let result: Result
@@ -59,7 +65,7 @@ extension State: PendingDelivery, SubscriberOwner {
     /// Counts the change just made and publishes it. Called with the lock held; releases it.
     final func commitLocked(oldValue: Value?) {
         storedVersion &+= 1
-        if isObserved {
+        if hasAudienceLocked {
             publishLocked(oldValue: oldValue)
         } else {
             lock.unlock()
@@ -257,9 +263,14 @@ extension State: PendingDelivery, SubscriberOwner {
         refreshLocked()
     }
 
+    /// Whether a change has subscribers, projections, listeners or a hook to deliver to.
+    final var hasAudienceLocked: Bool {
+        runsHook || !audience.isEmpty
+    }
+
     /// Recomputes the fast-path flags after the audience changed. Called with the lock held.
     final func refreshLocked() {
-        isObserved = runsHook || !audience.isEmpty
+        isObserved = hasAudienceLocked || observation != nil
         recordsChanges = audience.changeSubscriberCount > 0
     }
 }
