@@ -10,7 +10,7 @@ import Observation
 @usableFromInline
 final class ObservationPoint: Observable, Sendable {
     private let registrar = ObservationRegistrar()
-    private let keyPath: KeyPath<ObservationPoint, Void> = \ObservationPoint.value
+    private let keyPath: any KeyPath<ObservationPoint, Void> & Sendable = \ObservationPoint.value
 
     @usableFromInline
     init() {}
