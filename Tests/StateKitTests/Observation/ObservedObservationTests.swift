@@ -65,7 +65,10 @@ import Testing
             weakApp = app
             let name = app.name
             weakName = name
-            withObservationTracking { _ = name.value } onChange: {}
+            withObservationTracking {
+                _ = name.value
+            } onChange: {
+            }
         }
         #expect(weakName == nil)
         #expect(weakApp == nil)
