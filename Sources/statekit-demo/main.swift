@@ -13,6 +13,7 @@ let sections: [TourSection] = [
     storeSection,
     persistenceSection,
     syncSection,
+    observationSection,
 ]
 
 let arguments = CommandLine.arguments.dropFirst()

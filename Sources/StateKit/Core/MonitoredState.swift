@@ -25,7 +25,7 @@ import Dispatch
 open class MonitoredState<Value>: State<Value> {
     /// Creates a container holding `defaultValue`, identified by `key`.
     public override init(_ defaultValue: Value, key: String) {
-        super.init(defaultValue, key: key)
+        super.init(defaultValue, key: key, observation: ObservationPoint())
     }
 
     /// Creates a container whose writes must pass `validator`.
@@ -47,30 +47,24 @@ open class MonitoredState<Value>: State<Value> {
         key: String,
         validator: @escaping @Sendable (_ current: Value, _ proposed: Value) throws -> Void
     ) {
-        super.init(defaultValue, key: key)
+        super.init(defaultValue, key: key, observation: ObservationPoint())
         self.validator = validator
     }
 
     /// Replaces the value, throwing ``RejectedWriteError`` if the validator refuses;
     /// equal values change nothing.
     public func set(_ newValue: Value) throws {
-        lock.lock()
-        if let isEqual, isEqual(storedValue, newValue) {
-            lock.unlock()
-            return
+        if let rejection = write(unlessAlready: { self.isEqual?($0, newValue) ?? false }, { $0 = newValue }) {
+            throw rejection
         }
-        var rejection: RejectedWriteError?
-        writeLocked(rejection: &rejection) { $0 = newValue }
-        if let rejection { throw rejection }
     }
 
     /// Mutates the value as one change, throwing ``RejectedWriteError`` if the validator refuses
     /// (the value then stays as it was) and rethrowing what `body` throws.
     @discardableResult
     public func update<Result>(_ body: (inout Value) throws -> Result) throws -> Result {
-        lock.lock()
         var rejection: RejectedWriteError?
-        let result = try writeLocked(rejection: &rejection, body)
+        let result = try mutate(rejection: &rejection, body)
         if let rejection { throw rejection }
         return result
     }

@@ -36,6 +36,10 @@ open class State<Value> {
     /// `==` when `Value` is `Equatable`: assigning an equal value is then not a change.
     @usableFromInline
     let isEqual: ((Value, Value) -> Bool)?
+    /// Observation's bridge: set for a ``MonitoredState``, `nil` for a plain `State`, which is not
+    /// `Observable` and pays nothing for it. A `let`, so reads of it are not checked for exclusivity.
+    @usableFromInline
+    let observation: ObservationPoint?
 
     /// Creates a container holding `defaultValue`, identified by `key`.
     ///
@@ -45,9 +49,22 @@ open class State<Value> {
     ///     what persisted and synced containers store and send it under.
     public init(_ defaultValue: Value, key: String) {
         self.key = key
-        self.guarded = .allocate(capacity: 1)
+        self.guarded = .makeStorage(defaultValue)
         self.isEqual = equality(for: Value.self)
-        guarded.initialize(to: ContainerStorage(value: defaultValue))
+        self.observation = nil
+        setUpHook()
+    }
+
+    /// Creates a container that reports reads and changes to `observation`; ``MonitoredState``'s.
+    init(_ defaultValue: Value, key: String, observation: ObservationPoint) {
+        self.key = key
+        self.guarded = .makeStorage(defaultValue)
+        self.isEqual = equality(for: Value.self)
+        self.observation = observation
+        setUpHook()
+    }
+
+    private func setUpHook() {
         runsHook = !isStateKitType(type(of: self))
         isObserved = runsHook
     }
@@ -75,6 +92,7 @@ open class State<Value> {
     /// The current value.
     @inlinable
     public final var value: Value {
+        observation?.access()
         lock.lock()
         defer { lock.unlock() }
         return storedValue
@@ -96,26 +114,8 @@ open class State<Value> {
     /// ``MonitoredState/set(_:)`` to get the error thrown instead).
     @inlinable
     public final func modify(_ newValue: Value) {
-        lock.lock()
-        if let isEqual, isEqual(storedValue, newValue) {
-            lock.unlock()
-            return
-        }
-        assignLocked(newValue)
-    }
-
-    /// Stores `newValue` as one change. Called with the lock held; releases it.
-    @inlinable
-    final func assignLocked(_ newValue: Value) {
-        if validator == nil && !isObserved {
-            storedValue = newValue
-            storedVersion &+= 1
-            lock.unlock()
-            return
-        }
-        var rejection: RejectedWriteError?
-        writeLocked(rejection: &rejection) { $0 = newValue }
-        if let rejection { rejection.report() }
+        let rejection = write(unlessAlready: { self.isEqual?($0, newValue) ?? false }) { $0 = newValue }
+        rejection?.report()
     }
 
     /// Mutates the value in place, atomically, as one change, and returns what `body` returns.
@@ -140,18 +140,9 @@ open class State<Value> {
     @inlinable
     @discardableResult
     public final func modify<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
-        lock.lock()
-        if validator == nil && !isObserved {
-            defer {
-                storedVersion &+= 1
-                lock.unlock()
-            }
-            return try body(&storedValue)
-        }
         var rejection: RejectedWriteError?
-        let result = try writeLocked(rejection: &rejection, body)
-        if let rejection { rejection.report() }
-        return result
+        defer { rejection?.report() }
+        return try mutate(rejection: &rejection, body)
     }
 
     /// Announces a change; override it to react to every change.
@@ -170,6 +161,8 @@ open class State<Value> {
     /// ```
     open func didModify() {
         if DeliveryContext.current.hookTarget == ObjectIdentifier(self) { return }
+        observation?.willSet()
+        defer { observation?.didSet() }
         lock.lock()
         storedVersion &+= 1
         guard isObserved else {
@@ -188,12 +181,8 @@ extension State where Value: Equatable {
     /// The same as the unconstrained ``modify(_:)-5lmnc``, specialised to compare with `==` directly.
     @inlinable
     public func modify(_ newValue: Value) {
-        lock.lock()
-        if storedValue == newValue {
-            lock.unlock()
-            return
-        }
-        assignLocked(newValue)
+        let rejection = write(unlessAlready: { $0 == newValue }) { $0 = newValue }
+        rejection?.report()
     }
 }
 

@@ -41,6 +41,15 @@ struct ContainerStorage<Value> {
     }
 }
 
+extension UnsafeMutablePointer {
+    /// A new container's storage, holding `value`.
+    static func makeStorage<Value>(_ value: Value) -> Self where Pointee == ContainerStorage<Value> {
+        let storage = allocate(capacity: 1)
+        storage.initialize(to: ContainerStorage(value: value))
+        return storage
+    }
+}
+
 extension State {
     @inlinable
     var storedValue: Value {

@@ -14,6 +14,53 @@ import Foundation
 /// - Each queued change remembers its chain depth; a change past
 ///   ``StateDiagnostics/maximumChainDepth`` is written but not delivered, which ends a cycle.
 extension State: PendingDelivery, SubscriberOwner {
+    /// Applies `body` to the value as one change, unless `isUnchanged` says the value already is
+    /// what `body` would make it: assigning an equal value is not a change.
+    ///
+    /// For an observable container, Observation's `willSet` runs between the check and the write,
+    /// outside the lock (its `onChange` may read the container), so the check is made again after
+    /// it; `didSet` follows the write and its delivery.
+    /// - Returns: The validator's refusal, if it refused.
+    @inlinable
+    final func write(
+        unlessAlready isUnchanged: (Value) -> Bool,
+        _ body: (inout Value) -> Void
+    ) -> RejectedWriteError? {
+        lock.lock()
+        if isUnchanged(storedValue) {
+            lock.unlock()
+            return nil
+        }
+        var rejection: RejectedWriteError?
+        guard let observation else {
+            writeLocked(rejection: &rejection, body)
+            return rejection
+        }
+        lock.unlock()
+        observation.willSet()
+        defer { observation.didSet() }
+        lock.lock()
+        if isUnchanged(storedValue) {
+            lock.unlock()
+            return nil
+        }
+        writeLocked(rejection: &rejection, body)
+        return rejection
+    }
+
+    /// Applies `body` to the value as one change, always (see ``State/modify(_:)->_``), between
+    /// Observation's `willSet` and `didSet` for an observable container.
+    @inlinable
+    final func mutate<Result>(
+        rejection: inout RejectedWriteError?,
+        _ body: (inout Value) throws -> Result
+    ) rethrows -> Result {
+        observation?.willSet()
+        defer { observation?.didSet() }
+        lock.lock()
+        return try writeLocked(rejection: &rejection, body)
+    }
+
     /// Applies `body` to the value as one change, validating it first when there is a validator.
     ///
     /// Called with the lock held; returns (or rethrows) with it released. A rejected change leaves
@@ -24,6 +71,13 @@ extension State: PendingDelivery, SubscriberOwner {
         rejection: inout RejectedWriteError?,
         _ body: (inout Value) throws -> Result
     ) rethrows -> Result {
+        if validator == nil && !isObserved {
+            defer {
+                storedVersion &+= 1
+                lock.unlock()
+            }
+            return try body(&storedValue)
+        }
         if validator != nil {
             var proposed = storedValue
             let result: Result

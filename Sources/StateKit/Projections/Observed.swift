@@ -22,6 +22,8 @@ import Dispatch
 public class Observed<Value> {
     @usableFromInline
     let projection: any Projection<Value>
+    /// Observation's bridge, made on the first read; see `Observed+Observation.swift`.
+    let tracking = ProjectionTracking()
 
     init(_ projection: any Projection<Value>) {
         self.projection = projection
@@ -31,7 +33,10 @@ public class Observed<Value> {
     public var key: String { projection.key }
 
     /// The current value of the projected part.
-    public var value: Value { projection.read() }
+    public var value: Value {
+        if !projection.readsAreTracked { observationPoint().access() }
+        return projection.read()
+    }
 
     /// Calls `handler` with the current value now, then with each new value of this part, on the
     /// thread that delivers the change.

@@ -8,6 +8,13 @@ protocol Projection<Value>: Sendable {
     func read() -> Value
     func subscribe(queue: DispatchQueue?, handler: Subscriber<Value>.Handler, sendsCurrentValue: Bool) -> Subscription
     func appending<Part: Equatable>(_ path: KeyPath<Value, Part>) -> any Projection<Part>
+    /// Whether ``read()`` already registers with the container's own Observation registrar (a
+    /// view of the whole container), so the ``Observed`` needs no registrar of its own.
+    var readsAreTracked: Bool { get }
+}
+
+extension Projection {
+    var readsAreTracked: Bool { false }
 }
 
 /// A projection that writes through to its container.
@@ -24,6 +31,8 @@ struct WholeProjection<Root>: Projection, @unchecked Sendable {
     let root: MonitoredState<Root>
 
     var key: String { root.key }
+
+    var readsAreTracked: Bool { true }
 
     func read() -> Root { root.value }
 
@@ -109,14 +118,7 @@ extension State {
 
     /// Writes `newValue` at `path` as one change of the whole value, unless the part is already equal.
     func assign<Part: Equatable>(_ newValue: Part, at path: WritableKeyPath<Value, Part>) -> RejectedWriteError? {
-        lock.lock()
-        if storedValue[keyPath: path] == newValue {
-            lock.unlock()
-            return nil
-        }
-        var rejection: RejectedWriteError?
-        writeLocked(rejection: &rejection) { $0[keyPath: path] = newValue }
-        return rejection
+        write(unlessAlready: { $0[keyPath: path] == newValue }) { $0[keyPath: path] = newValue }
     }
 
     /// Subscribes to the part at `path`, joining the group of projections that share it.

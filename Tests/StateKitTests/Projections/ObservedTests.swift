@@ -167,11 +167,12 @@ struct Counted: Equatable, Sendable {
             projection = app.user.name
         }
         #expect(weakRoot != nil)
-        #expect(projection?.value == "Ann")
         let subscription = projection?.subscribe { _ in }
         #expect(weakRoot?.lock.withLock { weakRoot?.projectionIndex.count } == 1)
         subscription?.cancel()
         #expect(weakRoot?.lock.withLock { weakRoot?.projectionIndex.isEmpty } == true)
+        // A read gives the projection its Observation subscription, which it holds until released.
+        #expect(projection?.value == "Ann")
         weak let weakProjection = projection
         projection = nil
         #expect(weakProjection == nil)

@@ -1,0 +1,120 @@
+import Dispatch
+import Observation
+import StateKit
+
+/// Values that cross threads (persisted, synced, compared by the container) are `nonisolated`:
+/// under main-actor default isolation their `Codable` and `Equatable` conformances would otherwise
+/// be main-actor-isolated, and a conformance used off the main actor must not be.
+nonisolated struct Profile: Equatable, Sendable, Codable {
+    var name = "Ann"
+    var visits = 0
+}
+
+/// A view model the way an app writes one: main-actor isolated by default, no annotations.
+final class ProfileModel {
+    @Stateful var count = 0
+    @Stateful(key: "profile") var profile = Profile()
+    var subscriptions = Set<Subscription>()
+    var rendered: [String] = []
+
+    func bind() {
+        $count.subscribe { count in print("count (sync): \(count)") }.store(in: &subscriptions)
+        $count.subscribe(on: .global()) { count in print("count (queue): \(count)") }.store(in: &subscriptions)
+        $count.subscribeOnMain { [weak self] count in self?.rendered.append("count \(count)") }
+            .store(in: &subscriptions)
+        $profile.subscribeChanges { change in print("profile \(change.oldValue) -> \(change.newValue)") }
+            .store(in: &subscriptions)
+        $profile.name.subscribeOnMain { [weak self] name in self?.rendered.append("name \(name)") }
+            .store(in: &subscriptions)
+    }
+}
+
+/// A sink of the app's own, as `SyncedState` takes them.
+struct PrintSink: StateSink {
+    func send(_ changes: [StateChange<Profile>]) async throws {
+        for change in changes { print("sink: \(change.newValue)") }
+    }
+}
+
+/// Property wrappers that persist and sync, in a main-actor class.
+final class SettingsModel {
+    @Persisted(key: "client.theme", storage: .inMemory) var theme = "light"
+    @Synced(key: "client.score", sinks: [LoggingSink()]) var score = 0
+}
+
+let model = ProfileModel()
+model.bind()
+
+// Containers and operators.
+let plain = State(1, key: "plain")
+plain ~> 2
+plain ~> { $0 += 1 }
+let counter = MonitoredState(0, key: "counter")
+counter.modify { $0 += 1 }
+let validated = MonitoredState(0, key: "validated") { _, proposed in
+    if proposed < 0 { throw RejectedValue() }
+}
+struct RejectedValue: Error {}
+try? validated.set(-1)
+
+// Projections, writable and read-only.
+let profile = MonitoredState(Profile(), key: "profile.standalone")
+let name: MutableObserved<String> = profile.name
+name ~> "Bob"
+name.modify { $0 += "!" }
+let visits: Observed<Int> = profile.readOnly.visits
+let mirror = MonitoredState(Profile(), key: "profile.mirror")
+let binding = mirror <~ profile
+let nameMirror = MonitoredState("", key: "name.mirror")
+let nameBinding = nameMirror <~ name
+model.$count ~> 5
+model.count += 1
+
+// Observation, with no macro.
+withObservationTracking {
+    _ = model.count
+    _ = visits.value
+} onChange: {
+    print("will change")
+}
+model.count = 7
+
+// Async consumers.
+let changes = counter.changes
+let consumer = Task {
+    var seen: [Int] = []
+    for await value in counter.values {
+        seen.append(value)
+        if value >= 4 { break }
+    }
+    for await part in profile.name.values(buffering: .unbounded) {
+        print("name \(part)")
+        break
+    }
+    return seen
+}
+counter ~> 3
+counter ~> 4
+let changeConsumer = Task {
+    for await change in changes {
+        print("change to \(change.newValue)")
+        if change.newValue == 5 { break }
+    }
+}
+
+// Sinks, persistence and their property wrappers.
+let synced = SyncedState(Profile(), key: "profile.synced") {
+    PrintSink()
+    ClosureSink { changes in print("closure sink: \(changes.count)") }
+}
+synced.name ~> "Dee"
+await synced.flush()
+let persisted = PersistedState(Profile(), key: "profile.persisted", storage: .inMemory)
+persisted.visits ~> 3
+let settings = SettingsModel()
+settings.theme = "dark"
+settings.score += 1
+settings.$score ~> 10
+print(binding.isActive, nameBinding.isActive, model.rendered, await consumer.value.count)
+counter ~> 5
+await changeConsumer.value
