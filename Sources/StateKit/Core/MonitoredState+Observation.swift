@@ -8,3 +8,15 @@ import Observation
 /// like `@Observable`'s, while the container's own subscribers run after it with the new value.
 /// See <doc:Observation>.
 extension MonitoredState: Observable {}
+
+extension State {
+    /// The container's Observation bridge, made on first use.
+    ///
+    /// A write that finds no bridge skips the registrar: nothing has read the value, so nothing
+    /// tracks it. A read racing a concurrent write may miss that write's notification, as with
+    /// `@Observable`, whose `willSet` also runs before the value is stored; later writes notify it.
+    @usableFromInline
+    final func observationPoint() -> ObservationPoint {
+        observation.current ?? observation.install(ObservationPoint())
+    }
+}

@@ -25,7 +25,7 @@ import Dispatch
 open class MonitoredState<Value>: State<Value> {
     /// Creates a container holding `defaultValue`, identified by `key`.
     public override init(_ defaultValue: Value, key: String) {
-        super.init(defaultValue, key: key, observation: ObservationPoint())
+        super.init(defaultValue, key: key, isObservable: true)
     }
 
     /// Creates a container whose writes must pass `validator`.
@@ -47,7 +47,7 @@ open class MonitoredState<Value>: State<Value> {
         key: String,
         validator: @escaping @Sendable (_ current: Value, _ proposed: Value) throws -> Void
     ) {
-        super.init(defaultValue, key: key, observation: ObservationPoint())
+        super.init(defaultValue, key: key, isObservable: true)
         self.validator = validator
     }
 

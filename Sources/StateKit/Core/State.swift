@@ -36,10 +36,14 @@ open class State<Value> {
     /// `==` when `Value` is `Equatable`: assigning an equal value is then not a change.
     @usableFromInline
     let isEqual: ((Value, Value) -> Bool)?
-    /// Observation's bridge: set for a ``MonitoredState``, `nil` for a plain `State`, which is not
-    /// `Observable` and pays nothing for it. A `let`, so reads of it are not checked for exclusivity.
+    /// Whether reads and changes are reported to Observation: true for a ``MonitoredState``; a
+    /// plain `State` is not `Observable` and pays nothing for it.
     @usableFromInline
-    let observation: ObservationPoint?
+    let isObservable: Bool
+    /// Observation's bridge, made on the first read of ``value``: until something has read the
+    /// value, nothing can be tracking it, and writes skip the registrar.
+    @usableFromInline
+    let observation = AtomicLazyReference<ObservationPoint>()
 
     /// Creates a container holding `defaultValue`, identified by `key`.
     ///
@@ -51,16 +55,16 @@ open class State<Value> {
         self.key = key
         self.guarded = .makeStorage(defaultValue)
         self.isEqual = equality(for: Value.self)
-        self.observation = nil
+        self.isObservable = false
         setUpHook()
     }
 
-    /// Creates a container that reports reads and changes to `observation`; ``MonitoredState``'s.
-    init(_ defaultValue: Value, key: String, observation: ObservationPoint) {
+    /// Creates a container that reports reads and changes to Observation; ``MonitoredState``'s.
+    init(_ defaultValue: Value, key: String, isObservable: Bool) {
         self.key = key
         self.guarded = .makeStorage(defaultValue)
         self.isEqual = equality(for: Value.self)
-        self.observation = observation
+        self.isObservable = isObservable
         setUpHook()
     }
 
@@ -92,7 +96,7 @@ open class State<Value> {
     /// The current value.
     @inlinable
     public final var value: Value {
-        observation?.access()
+        if isObservable { observationPoint().access() }
         lock.lock()
         defer { lock.unlock() }
         return storedValue
@@ -161,6 +165,7 @@ open class State<Value> {
     /// ```
     open func didModify() {
         if DeliveryContext.current.hookTarget == ObjectIdentifier(self) { return }
+        let observation = self.observation.current
         observation?.willSet()
         defer { observation?.didSet() }
         lock.lock()

@@ -32,7 +32,7 @@ extension State: PendingDelivery, SubscriberOwner {
             return nil
         }
         var rejection: RejectedWriteError?
-        guard let observation else {
+        guard let observation = observation.current else {
             writeLocked(rejection: &rejection, body)
             return rejection
         }
@@ -55,6 +55,7 @@ extension State: PendingDelivery, SubscriberOwner {
         rejection: inout RejectedWriteError?,
         _ body: (inout Value) throws -> Result
     ) rethrows -> Result {
+        let observation = self.observation.current
         observation?.willSet()
         defer { observation?.didSet() }
         lock.lock()

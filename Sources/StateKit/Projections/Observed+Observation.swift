@@ -1,5 +1,4 @@
 import Observation
-import Synchronization
 
 /// An `Observed` projection is `Observable` without the macro, and it triggers tracking only when
 /// **its** part changed: a write elsewhere in the container, or one that leaves the part equal,
@@ -36,32 +35,17 @@ extension Observed {
 /// the first to install wins and the other's subscription is cancelled as it is released. The
 /// subscription's handler holds only the registrar, never the projection, so nothing forms a cycle
 /// and the container keeps nothing of a released projection.
-final class ProjectionTracking: @unchecked Sendable {
-    private let slot = Atomic<UnsafeMutableRawPointer?>(nil)
+final class ProjectionTracking: Sendable {
+    private let installed = AtomicLazyReference<Installed>()
 
     /// The installed registrar, if any.
     var point: ObservationPoint? {
-        guard let raw = slot.load(ordering: .acquiring) else { return nil }
-        return Unmanaged<Installed>.fromOpaque(raw).takeUnretainedValue().point
+        installed.current?.point
     }
 
     /// Installs `point` and `subscription` unless another thread did first; returns the winner.
     func install(_ point: ObservationPoint, _ subscription: Subscription) -> ObservationPoint {
-        let raw = Unmanaged.passRetained(Installed(point: point, subscription: subscription)).toOpaque()
-        let (exchanged, current) = slot.compareExchange(
-            expected: nil,
-            desired: raw,
-            ordering: .acquiringAndReleasing
-        )
-        if exchanged { return point }
-        Unmanaged<Installed>.fromOpaque(raw).release()
-        return Unmanaged<Installed>.fromOpaque(current!).takeUnretainedValue().point
-    }
-
-    deinit {
-        if let raw = slot.load(ordering: .acquiring) {
-            Unmanaged<Installed>.fromOpaque(raw).release()
-        }
+        installed.install(Installed(point: point, subscription: subscription)).point
     }
 
     private final class Installed: Sendable {

@@ -95,6 +95,18 @@ import Testing
 
     @Test func plainStateReadsStayUntracked() {
         let state = State(0, key: uniqueKey())
-        #expect(state.observation == nil)
+        _ = state.value
+        #expect(state.observation.current == nil)
+    }
+
+    @Test func aContainerGetsItsRegistrarOnItsFirstRead() {
+        let state = MonitoredState(0, key: uniqueKey())
+        state.modify(1)
+        #expect(state.observation.current == nil)
+        let probe = TrackingProbe<Int>()
+        probe.trackOnce { state.value }
+        #expect(state.observation.current != nil)
+        state.modify(2)
+        #expect(probe.firings == [1])
     }
 }

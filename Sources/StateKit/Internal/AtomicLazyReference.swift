@@ -1,0 +1,38 @@
+import Synchronization
+
+/// A strong reference set at most once, lazily and without a lock.
+///
+/// Two threads may both build an instance; the first to install it wins and the other's is
+/// released. Reading it is one acquiring load.
+@usableFromInline
+struct AtomicLazyReference<Instance: AnyObject>: ~Copyable {
+    @usableFromInline
+    let slot = Atomic<UnsafeMutableRawPointer?>(nil)
+
+    init() {}
+
+    /// The installed instance, if any.
+    @inlinable
+    var current: Instance? {
+        guard let raw = slot.load(ordering: .acquiring) else { return nil }
+        return Unmanaged<Instance>.fromOpaque(raw).takeUnretainedValue()
+    }
+
+    /// Installs `instance` unless another is installed already; returns the installed one.
+    func install(_ instance: Instance) -> Instance {
+        let raw = Unmanaged.passRetained(instance).toOpaque()
+        let (exchanged, current) = slot.compareExchange(expected: nil, desired: raw, ordering: .acquiringAndReleasing)
+        if exchanged { return instance }
+        Unmanaged<Instance>.fromOpaque(raw).release()
+        return Unmanaged<Instance>.fromOpaque(current!).takeUnretainedValue()
+    }
+
+    deinit {
+        if let raw = slot.load(ordering: .acquiring) {
+            Unmanaged<Instance>.fromOpaque(raw).release()
+        }
+    }
+}
+
+/// The pointer is only ever a retained `Instance`, published with release-acquire ordering.
+extension AtomicLazyReference: @unchecked Sendable where Instance: Sendable {}
