@@ -51,6 +51,23 @@ func registerScalarScenarios<P: Peer>(_ type: P.Type) {
         }
     }
 
+    // The same writes to a container whose value has been read once, as an app's is: StateKit's
+    // containers then report every write to their Observation registrar.
+    for subscriberCount in [0, 1] {
+        let peer = P()
+        blackHole(peer.current)
+        let tokens = (0..<subscriberCount).map { _ in peer.listen(handler) }
+        var next = 0
+        Benchmark("2r write after a read, \(subscriberCount) subscribers/\(P.name)") { benchmark in
+            for _ in benchmark.scaledIterations {
+                next &+= 1
+                peer.write(next)
+            }
+            peer.drain()
+            blackHole(tokens)
+        }
+    }
+
     // Observation cannot remove a registration, so churn would only pile registrations up.
     if P.self != ObservationPeer.self {
         let churned = P()
