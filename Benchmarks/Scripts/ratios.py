@@ -60,7 +60,7 @@ def number(value):
 
 
 def table(medians, metric, title, unit, ratios):
-    scenarios = sorted({s for (s, _) in medians}, key=lambda s: (int(s.split()[0]), s))
+    scenarios = sorted({s for (s, _) in medians}, key=lambda s: (int(s.split()[0].rstrip("r")), s))
     rows = []
     for scenario in scenarios:
         floor = medians.get((scenario, "Floor"), {}).get(metric)

@@ -10,13 +10,23 @@ import Observation
 extension MonitoredState: Observable {}
 
 extension State {
-    /// The container's Observation bridge, made on first use.
+    /// Registers a read of ``State/value`` with Observation, making the container's bridge first if
+    /// it has none.
     ///
     /// A write that finds no bridge skips the registrar: nothing has read the value, so nothing
     /// tracks it. A read racing a concurrent write may miss that write's notification, as with
     /// `@Observable`, whose `willSet` also runs before the value is stored; later writes notify it.
+    @inlinable
+    final func registerAccess() {
+        if let point = observation.unretained {
+            point._withUnsafeGuaranteedRef { $0.access() }
+        } else {
+            installObservationPoint().access()
+        }
+    }
+
     @usableFromInline
-    final func observationPoint() -> ObservationPoint {
-        observation.current ?? observation.install(ObservationPoint())
+    final func installObservationPoint() -> ObservationPoint {
+        observation.install(ObservationPoint())
     }
 }

@@ -96,7 +96,7 @@ open class State<Value> {
     /// The current value.
     @inlinable
     public final var value: Value {
-        if isObservable { observationPoint().access() }
+        if isObservable { registerAccess() }
         lock.lock()
         defer { lock.unlock() }
         return storedValue
@@ -165,9 +165,9 @@ open class State<Value> {
     /// ```
     open func didModify() {
         if DeliveryContext.current.hookTarget == ObjectIdentifier(self) { return }
-        let observation = self.observation.current
-        observation?.willSet()
-        defer { observation?.didSet() }
+        let observation = self.observation.unretained
+        observation?._withUnsafeGuaranteedRef { $0.willSet() }
+        defer { observation?._withUnsafeGuaranteedRef { $0.didSet() } }
         lock.lock()
         storedVersion &+= 1
         guard isObserved else {

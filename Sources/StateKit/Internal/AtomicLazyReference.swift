@@ -18,6 +18,14 @@ struct AtomicLazyReference<Instance: AnyObject>: ~Copyable {
         return Unmanaged<Instance>.fromOpaque(raw).takeUnretainedValue()
     }
 
+    /// The installed instance, if any, without retaining it: valid for as long as this reference
+    /// lives, since an installed instance is never replaced. Hot paths use it to touch no
+    /// reference count (two threads retaining one object contend on its count).
+    @inlinable
+    var unretained: Unmanaged<Instance>? {
+        slot.load(ordering: .acquiring).map { Unmanaged<Instance>.fromOpaque($0) }
+    }
+
     /// Installs `instance` unless another is installed already; returns the installed one.
     func install(_ instance: Instance) -> Instance {
         let raw = Unmanaged.passRetained(instance).toOpaque()

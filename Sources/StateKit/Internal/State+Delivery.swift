@@ -32,13 +32,13 @@ extension State: PendingDelivery, SubscriberOwner {
             return nil
         }
         var rejection: RejectedWriteError?
-        guard let observation = observation.current else {
+        guard let observation = observation.unretained else {
             writeLocked(rejection: &rejection, body)
             return rejection
         }
         lock.unlock()
-        observation.willSet()
-        defer { observation.didSet() }
+        observation._withUnsafeGuaranteedRef { $0.willSet() }
+        defer { observation._withUnsafeGuaranteedRef { $0.didSet() } }
         lock.lock()
         if isUnchanged(storedValue) {
             lock.unlock()
@@ -55,9 +55,9 @@ extension State: PendingDelivery, SubscriberOwner {
         rejection: inout RejectedWriteError?,
         _ body: (inout Value) throws -> Result
     ) rethrows -> Result {
-        let observation = self.observation.current
-        observation?.willSet()
-        defer { observation?.didSet() }
+        let observation = self.observation.unretained
+        observation?._withUnsafeGuaranteedRef { $0.willSet() }
+        defer { observation?._withUnsafeGuaranteedRef { $0.didSet() } }
         lock.lock()
         return try writeLocked(rejection: &rejection, body)
     }
