@@ -37,34 +37,22 @@ func registerScalarScenarios<P: Peer>(_ type: P.Type) {
         for _ in benchmark.scaledIterations { blackHole(reader.current) }
     }
 
-    for subscriberCount in [0, 1, 10] {
-        let peer = P()
-        let tokens = (0..<subscriberCount).map { _ in peer.listen(handler) }
-        var next = 0
-        Benchmark("2 write, \(subscriberCount) subscribers/\(P.name)") { benchmark in
-            for _ in benchmark.scaledIterations {
-                next &+= 1
-                peer.write(next)
+    // "2r": the same writes to a container whose value has been read once, as an app's is:
+    // StateKit's containers then report every write to their Observation registrar.
+    for (scenario, readFirst, counts) in [("2 write", false, [0, 1, 10]), ("2r write after a read", true, [0, 1])] {
+        for subscriberCount in counts {
+            let peer = P()
+            if readFirst { blackHole(peer.current) }
+            let tokens = (0..<subscriberCount).map { _ in peer.listen(handler) }
+            var next = 0
+            Benchmark("\(scenario), \(subscriberCount) subscribers/\(P.name)") { benchmark in
+                for _ in benchmark.scaledIterations {
+                    next &+= 1
+                    peer.write(next)
+                }
+                peer.drain()
+                blackHole(tokens)
             }
-            peer.drain()
-            blackHole(tokens)
-        }
-    }
-
-    // The same writes to a container whose value has been read once, as an app's is: StateKit's
-    // containers then report every write to their Observation registrar.
-    for subscriberCount in [0, 1] {
-        let peer = P()
-        blackHole(peer.current)
-        let tokens = (0..<subscriberCount).map { _ in peer.listen(handler) }
-        var next = 0
-        Benchmark("2r write after a read, \(subscriberCount) subscribers/\(P.name)") { benchmark in
-            for _ in benchmark.scaledIterations {
-                next &+= 1
-                peer.write(next)
-            }
-            peer.drain()
-            blackHole(tokens)
         }
     }
 

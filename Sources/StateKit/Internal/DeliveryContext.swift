@@ -21,10 +21,12 @@ protocol PendingDelivery: AnyObject {
 /// makes to a container nobody is delivering claims that container and queues it here; the
 /// outermost delivery on the thread drains the queue. `depth` counts how many handler-triggered
 /// writes led to the change being delivered, which is how update cycles are caught.
+///
+/// A context is a pointer to its thread's fields, which the thread-specific slot owns and frees
+/// when the thread exits: handing it around touches no reference count, and only its own thread
+/// ever reads or writes it, so accesses skip run-time exclusivity checks.
 @usableFromInline
-final class DeliveryContext {
-    /// The context's fields, behind a pointer so that accesses skip run-time exclusivity checks
-    /// (only its own thread ever touches a context).
+struct DeliveryContext {
     @usableFromInline
     struct Fields {
         @usableFromInline
@@ -32,7 +34,9 @@ final class DeliveryContext {
         @usableFromInline
         var depth = 0
         var hookTarget: ObjectIdentifier?
+        @usableFromInline
         var recentKeys: [String] = []
+        @usableFromInline
         var queue: [any PendingDelivery] = []
         var head = 0
     }
@@ -40,60 +44,52 @@ final class DeliveryContext {
     @usableFromInline
     let fields: UnsafeMutablePointer<Fields>
 
-    init() {
-        fields = .allocate(capacity: 1)
-        fields.initialize(to: Fields())
-    }
-
-    deinit {
-        fields.deinitialize(count: 1)
-        fields.deallocate()
-    }
-
     /// Whether this thread is running handlers right now.
     @inlinable
     var isDelivering: Bool {
         get { fields.pointee.isDelivering }
-        set { fields.pointee.isDelivering = newValue }
+        nonmutating set { fields.pointee.isDelivering = newValue }
     }
 
     /// The chain depth of the change whose handlers are running.
     @inlinable
     var depth: Int {
         get { fields.pointee.depth }
-        set { fields.pointee.depth = newValue }
+        nonmutating set { fields.pointee.depth = newValue }
     }
 
     /// The container whose `didModify()` hook is running on this thread, if any.
     var hookTarget: ObjectIdentifier? {
         get { fields.pointee.hookTarget }
-        set { fields.pointee.hookTarget = newValue }
+        nonmutating set { fields.pointee.hookTarget = newValue }
     }
 
     /// Keys of the changes delivered most recently near the cycle limit, for the cycle diagnostic.
     var recentKeys: [String] {
         _read { yield fields.pointee.recentKeys }
-        _modify { yield &fields.pointee.recentKeys }
+        nonmutating _modify { yield &fields.pointee.recentKeys }
     }
 
     private var queue: [any PendingDelivery] {
         _read { yield fields.pointee.queue }
-        _modify { yield &fields.pointee.queue }
+        nonmutating _modify { yield &fields.pointee.queue }
     }
 
     private var head: Int {
         get { fields.pointee.head }
-        set { fields.pointee.head = newValue }
+        nonmutating set { fields.pointee.head = newValue }
     }
 
     private static let threadKey: pthread_key_t = {
         var key = pthread_key_t()
         let error = pthread_key_create(&key) { pointer in
             #if canImport(Darwin)
-            Unmanaged<DeliveryContext>.fromOpaque(pointer).release()
+            let fields = pointer.assumingMemoryBound(to: Fields.self)
             #else
-            if let pointer { Unmanaged<DeliveryContext>.fromOpaque(pointer).release() }
+            guard let fields = pointer?.assumingMemoryBound(to: Fields.self) else { return }
             #endif
+            fields.deinitialize(count: 1)
+            fields.deallocate()
         }
         precondition(error == 0, "pthread_key_create failed: \(error)")
         return key
@@ -103,11 +99,12 @@ final class DeliveryContext {
     @usableFromInline
     static var current: DeliveryContext {
         if let pointer = pthread_getspecific(threadKey) {
-            return Unmanaged<DeliveryContext>.fromOpaque(pointer).takeUnretainedValue()
+            return DeliveryContext(fields: pointer.assumingMemoryBound(to: Fields.self))
         }
-        let context = DeliveryContext()
-        pthread_setspecific(threadKey, Unmanaged.passRetained(context).toOpaque())
-        return context
+        let fields = UnsafeMutablePointer<Fields>.allocate(capacity: 1)
+        fields.initialize(to: Fields())
+        pthread_setspecific(threadKey, fields)
+        return DeliveryContext(fields: fields)
     }
 
     /// Queues a container this thread has claimed; the outermost delivery drains it.
@@ -124,8 +121,18 @@ final class DeliveryContext {
 
     /// Drains every container that handlers claimed during the outermost delivery, in the order
     /// they were claimed, then marks this thread as no longer delivering.
-    @usableFromInline
+    @inlinable
     func endOutermost() {
+        if fields.pointee.queue.isEmpty && fields.pointee.recentKeys.isEmpty {
+            depth = 0
+            isDelivering = false
+        } else {
+            drainAndEnd()
+        }
+    }
+
+    @usableFromInline
+    func drainAndEnd() {
         while head < queue.count {
             let next = queue[head]
             head += 1

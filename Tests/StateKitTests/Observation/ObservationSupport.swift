@@ -8,22 +8,21 @@ final class TrackingProbe<Value: Sendable>: @unchecked Sendable {
 
     /// Tracks `read` once; on change, records what `read` returns at that moment.
     func trackOnce(_ read: @escaping @Sendable () -> Value) {
-        withObservationTracking {
-            _ = read()
-        } onChange: {
-            let value = read()
-            self.lock.withLock { self.seen.append(value) }
-        }
+        track(read, again: false)
     }
 
     /// Tracks `read` and re-tracks inside every `onChange`, as SwiftUI does after each render.
     func trackContinuously(_ read: @escaping @Sendable () -> Value) {
+        track(read, again: true)
+    }
+
+    private func track(_ read: @escaping @Sendable () -> Value, again: Bool) {
         withObservationTracking {
             _ = read()
         } onChange: {
             let value = read()
             self.lock.withLock { self.seen.append(value) }
-            self.trackContinuously(read)
+            if again { self.track(read, again: true) }
         }
     }
 
