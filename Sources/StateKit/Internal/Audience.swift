@@ -11,7 +11,12 @@ struct Audience<Value> {
     var changeSubscriberCount = 0
 
     var isEmpty: Bool {
-        subscribers.isEmpty && projections.isEmpty && listeners.isEmpty
+        subscribers.isEmpty && !hasProjectionsOrListeners
+    }
+
+    @inlinable
+    var hasProjectionsOrListeners: Bool {
+        !projections.isEmpty || !listeners.isEmpty
     }
 }
 

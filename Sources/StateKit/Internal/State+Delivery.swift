@@ -150,10 +150,13 @@ extension State: PendingDelivery, SubscriberOwner {
             depth: 0,
             isAnnouncedByHand: announcedByHand
         )
-        let audience = self.audience
+        // Only the subscriber list is copied when there is nobody else: each array copied out of
+        // the lock is a retain and a release on every write.
+        let subscribers = audience.subscribers
+        let others = audience.hasProjectionsOrListeners ? audience : nil
         lock.unlock()
         context.beginOutermost()
-        notify(change, audience: audience)
+        notify(change, subscribers: subscribers, others: others)
         lock.lock()
         if pending.isEmpty {
             isDelivering = false
@@ -165,14 +168,18 @@ extension State: PendingDelivery, SubscriberOwner {
         context.endOutermost()
     }
 
-    /// Hands `change` to the subscribers, then the projections and listeners.
+    /// Hands `change` to the subscribers, then to the projections and listeners of `others`.
     @inlinable
-    final func notify(_ change: PendingChange<Value>, audience: Audience<Value>) {
-        for subscriber in audience.subscribers where subscriber.startVersion < change.version {
+    final func notify(
+        _ change: PendingChange<Value>,
+        subscribers: ContiguousArray<Subscriber<Value>>,
+        others: Audience<Value>?
+    ) {
+        for subscriber in subscribers where subscriber.startVersion < change.version {
             subscriber.receive(record(of: change), value: change.newValue, depth: change.depth)
         }
-        if !audience.projections.isEmpty || !audience.listeners.isEmpty {
-            notifyProjectionsAndListeners(change, audience: audience)
+        if let others {
+            notifyProjectionsAndListeners(change, audience: others)
         }
     }
 
@@ -271,7 +278,7 @@ extension State: PendingDelivery, SubscriberOwner {
             didModify()
             context.hookTarget = saved
         }
-        notify(change, audience: audience)
+        notify(change, subscribers: audience.subscribers, others: audience)
     }
 
     /// Whether a handler-triggered change may be delivered, or is the step that closes a cycle.
