@@ -8,12 +8,12 @@ import SwiftUI
 /// README's "Using StateKit with SwiftUI and Observation" example, compiled here so it stays true.
 final class CounterModel: @unchecked Sendable {
     @Stateful(key: "counter.count") var count = 0
-    @Stateful(key: "counter.profile") var profile = ObservationDemoProfile()
+    @Stateful(key: "counter.profile") var profile = Profile()
     /// A kept projection: tracking it fires only when the name changes.
     lazy var name = $profile.name
 }
 
-struct ObservationDemoProfile: Equatable, Sendable {
+struct Profile: Equatable, Sendable {
     var name = "Ann"
     var visits = 0
 }
