@@ -6,6 +6,11 @@ struct Grid: Equatable, Sendable {
     var cells = [Int](repeating: 0, count: 1_000)
 }
 
+/// Ten stored properties: what most projections look at (`\.user.name`), unlike `\.cells[i]`.
+struct Row: Equatable, Sendable {
+    var a = 0, b = 0, c = 0, d = 0, e = 0, f = 0, g = 0, h = 0, i = 0, j = "ten"
+}
+
 @inline(never)
 func measured(_ count: Int, _ body: () -> Void) {
     for _ in 0..<count { body() }
@@ -36,6 +41,16 @@ case "fanout":
         next &+= 1
         let cell = next % 1_000
         state.modify { $0.cells[cell] &+= 1 }
+    }
+    withExtendedLifetime(tokens) {}
+case "fanoutStored":
+    let state = MonitoredState(Row(), key: "fanoutStored")
+    let paths: [KeyPath<Row, Int>] = [\.a, \.b, \.c, \.d, \.e, \.f, \.g, \.h, \.i]
+    var tokens = paths.map { path in state.observe(path).subscribe { _ in } }
+    tokens.append(state.observe(\.j).subscribe { _ in })
+    measured(count) {
+        next &+= 1
+        state.modify { $0.a &+= 1 }
     }
     withExtendedLifetime(tokens) {}
 case "churn":

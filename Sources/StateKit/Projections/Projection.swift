@@ -48,11 +48,18 @@ struct WholeProjection<Root>: Projection, @unchecked Sendable {
 /// One key path of a container, told only when its part changes.
 struct KeyPathProjection<Root, Value: Equatable>: Projection, @unchecked Sendable {
     let root: MonitoredState<Root>
-    let path: KeyPath<Root, Value>
+    let reader: PartReader<Root, Value>
+
+    init(root: MonitoredState<Root>, path: KeyPath<Root, Value>) {
+        self.root = root
+        self.reader = PartReader(path)
+    }
+
+    var path: KeyPath<Root, Value> { reader.keyPath }
 
     var key: String { root.key + pathSuffix(path) }
 
-    func read() -> Value { root.read(path) }
+    func read() -> Value { root.read(reader) }
 
     func subscribe(queue: DispatchQueue?, handler: Subscriber<Value>.Handler, sendsCurrentValue: Bool) -> Subscription {
         root.addSubscriber(to: path, queue: queue, handler: handler, sendsCurrentValue: sendsCurrentValue)
@@ -67,12 +74,17 @@ struct KeyPathProjection<Root, Value: Equatable>: Projection, @unchecked Sendabl
 struct WritableKeyPathProjection<Root, Value: Equatable>: WritableProjection, @unchecked Sendable {
     let root: MonitoredState<Root>
     let path: WritableKeyPath<Root, Value>
+    private let readOnly: KeyPathProjection<Root, Value>
 
-    private var readOnly: KeyPathProjection<Root, Value> { KeyPathProjection(root: root, path: path) }
+    init(root: MonitoredState<Root>, path: WritableKeyPath<Root, Value>) {
+        self.root = root
+        self.path = path
+        self.readOnly = KeyPathProjection(root: root, path: path)
+    }
 
     var key: String { readOnly.key }
 
-    func read() -> Value { root.read(path) }
+    func read() -> Value { readOnly.read() }
 
     func subscribe(queue: DispatchQueue?, handler: Subscriber<Value>.Handler, sendsCurrentValue: Bool) -> Subscription {
         readOnly.subscribe(queue: queue, handler: handler, sendsCurrentValue: sendsCurrentValue)
@@ -109,11 +121,11 @@ func pathSuffix(_ path: AnyKeyPath) -> String {
 }
 
 extension State {
-    /// The part of the current value at `path`.
-    func read<Part>(_ path: KeyPath<Value, Part>) -> Part {
+    /// The part of the current value that `reader` reads.
+    func read<Part>(_ reader: PartReader<Value, Part>) -> Part {
         lock.lock()
         defer { lock.unlock() }
-        return storedValue[keyPath: path]
+        return reader.read(storedValue)
     }
 
     /// Writes `newValue` at `path` as one change of the whole value, unless the part is already equal.

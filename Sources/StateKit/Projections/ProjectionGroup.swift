@@ -30,16 +30,16 @@ class ProjectionGroup<Root>: ProjectionGroupBase {
 
 /// The group of projections of `path`.
 final class KeyPathGroup<Root, Part: Equatable>: ProjectionGroup<Root> {
-    let keyPath: KeyPath<Root, Part>
+    let reader: PartReader<Root, Part>
     let rootKey: String
     /// Built on first use: describing a key path costs a symbol lookup.
-    private(set) lazy var key = rootKey + pathSuffix(keyPath)
+    private(set) lazy var key = rootKey + pathSuffix(reader.keyPath)
     unowned let lock: Lock
     var subscribers: ContiguousArray<Subscriber<Part>> = []
     private var last: Part
 
     init(keyPath: KeyPath<Root, Part>, rootKey: String, current: Part, version: UInt64, lock: Lock) {
-        self.keyPath = keyPath
+        self.reader = PartReader(keyPath)
         self.rootKey = rootKey
         self.last = current
         self.lock = lock
@@ -53,7 +53,7 @@ final class KeyPathGroup<Root, Part: Equatable>: ProjectionGroup<Root> {
     }
 
     override func evaluate(_ root: Root, version: UInt64, timestamp: Date?, depth: Int) {
-        let part = root[keyPath: keyPath]
+        let part = reader.read(root)
         if part == last { return }
         let oldPart = last
         last = part

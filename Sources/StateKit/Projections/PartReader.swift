@@ -1,0 +1,22 @@
+/// Reads the part of a value at a key path, by its offset when the path is a chain of stored
+/// struct properties.
+///
+/// Applying a key path goes through the runtime, which on Linux costs several hundred to a few
+/// thousand instructions a read (it instantiates generic metadata for each component). Most
+/// projected paths (`\.user.name`) are stored properties, whose offset
+/// `MemoryLayout.offset(of:)` gives once; such a read is a load. Other paths (computed
+/// properties, subscripts, classes on the way) fall back to the key path.
+struct PartReader<Root, Part> {
+    let keyPath: KeyPath<Root, Part>
+    private let offset: Int?
+
+    init(_ keyPath: KeyPath<Root, Part>) {
+        self.keyPath = keyPath
+        self.offset = MemoryLayout<Root>.offset(of: keyPath)
+    }
+
+    func read(_ root: Root) -> Part {
+        guard let offset else { return root[keyPath: keyPath] }
+        return withUnsafeBytes(of: root) { $0.load(fromByteOffset: offset, as: Part.self) }
+    }
+}
