@@ -197,8 +197,12 @@ extension State: PendingDelivery, SubscriberOwner {
 
     @usableFromInline
     final func notifyProjectionsAndListeners(_ change: PendingChange<Value>, audience: Audience<Value>) {
-        for group in audience.projections where group.createdVersion < change.version {
-            group.evaluate(change.newValue, version: change.version, timestamp: change.timestamp, depth: change.depth)
+        if !audience.projections.isEmpty {
+            withUnsafePointer(to: change.newValue) { root in
+                for group in audience.projections where group.createdVersion < change.version {
+                    group.evaluate(root, version: change.version, timestamp: change.timestamp, depth: change.depth)
+                }
+            }
         }
         if !audience.listeners.isEmpty {
             notify(audience.listeners)

@@ -16,7 +16,11 @@ struct PartReader<Root, Part> {
     }
 
     func read(_ root: Root) -> Part {
-        guard let offset else { return root[keyPath: keyPath] }
-        return withUnsafeBytes(of: root) { $0.load(fromByteOffset: offset, as: Part.self) }
+        withUnsafePointer(to: root) { read(at: $0) }
+    }
+
+    func read(at root: UnsafePointer<Root>) -> Part {
+        guard let offset else { return root.pointee[keyPath: keyPath] }
+        return UnsafeRawPointer(root).load(fromByteOffset: offset, as: Part.self)
     }
 }

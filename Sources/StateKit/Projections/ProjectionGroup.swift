@@ -24,8 +24,11 @@ class ProjectionGroupBase {
 /// A projection group for a container of `Root`.
 @usableFromInline
 class ProjectionGroup<Root>: ProjectionGroupBase {
-    /// Reads the group's part of `root` and, if it changed, tells the group's subscribers.
-    func evaluate(_ root: Root, version: UInt64, timestamp: Date?, depth: Int) { fatalError("abstract") }
+    /// Reads the group's part of the value at `root` and, if it changed, tells the group's
+    /// subscribers. The value is passed by pointer so that a thousand groups share one copy.
+    func evaluate(_ root: UnsafePointer<Root>, version: UInt64, timestamp: Date?, depth: Int) {
+        fatalError("abstract")
+    }
 }
 
 /// The group of projections of `path`.
@@ -36,6 +39,9 @@ final class KeyPathGroup<Root, Part: Equatable>: ProjectionGroup<Root> {
     private(set) lazy var key = rootKey + pathSuffix(reader.keyPath)
     unowned let lock: Lock
     var subscribers: ContiguousArray<Subscriber<Part>> = []
+    /// Touched only by the thread delivering the container, one at a time, so it needs no
+    /// run-time exclusivity check (which cost more than the comparison).
+    @exclusivity(unchecked)
     private var last: Part
 
     init(keyPath: KeyPath<Root, Part>, rootKey: String, current: Part, version: UInt64, lock: Lock) {
@@ -52,8 +58,8 @@ final class KeyPathGroup<Root, Part: Equatable>: ProjectionGroup<Root> {
         subscribers.removeAll { $0 === entry }
     }
 
-    override func evaluate(_ root: Root, version: UInt64, timestamp: Date?, depth: Int) {
-        let part = reader.read(root)
+    override func evaluate(_ root: UnsafePointer<Root>, version: UInt64, timestamp: Date?, depth: Int) {
+        let part = reader.read(at: root)
         if part == last { return }
         let oldPart = last
         last = part
