@@ -195,7 +195,7 @@ extension State: PendingDelivery, SubscriberOwner {
         )
     }
 
-    @usableFromInline
+    @inlinable
     final func notifyProjectionsAndListeners(_ change: PendingChange<Value>, audience: Audience<Value>) {
         if !audience.projections.isEmpty {
             withUnsafePointer(to: change.newValue) { root in
@@ -306,7 +306,8 @@ extension State: PendingDelivery, SubscriberOwner {
     }
 
     /// Tells the seed's listeners, each on its own queue, as the article's `MonitoredState` did.
-    private func notify(_ listeners: ContiguousArray<WeakListener>) {
+    @usableFromInline
+    final func notify(_ listeners: ContiguousArray<WeakListener>) {
         let state = UncheckedSendable(self)
         var sawReleased = false
         for entry in listeners {

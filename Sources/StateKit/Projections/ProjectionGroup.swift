@@ -9,6 +9,7 @@ import Foundation
 class ProjectionGroupBase {
     let path: AnyKeyPath
     /// The container's version when the group was made; older changes are not its business.
+    @usableFromInline
     let createdVersion: UInt64
 
     init(path: AnyKeyPath, createdVersion: UInt64) {
@@ -26,6 +27,7 @@ class ProjectionGroupBase {
 class ProjectionGroup<Root>: ProjectionGroupBase {
     /// Reads the group's part of the value at `root` and, if it changed, tells the group's
     /// subscribers. The value is passed by pointer so that a thousand groups share one copy.
+    @usableFromInline
     func evaluate(_ root: UnsafePointer<Root>, version: UInt64, timestamp: Date?, depth: Int) {
         fatalError("abstract")
     }
