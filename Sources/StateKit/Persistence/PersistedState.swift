@@ -43,15 +43,10 @@ open class PersistedState<Value: Codable & Sendable>: MonitoredState<Value> {
     ///   - storage: Where to keep the value: `.file(directory)`, `.userDefaults()`, `.inMemory`,
     ///     or your own ``StateStorage``.
     public init(_ defaultValue: Value, key: String, storage: any StateStorage) {
-        let (claim, conflictingType) = StorageClaims.shared.claim(
-            key: key, location: storage.location, type: Value.self)
+        let (claim, isGranted) = StorageClaims.shared.claim(key: key, location: storage.location, type: Value.self)
         var initialValue = defaultValue
-        var isPersisting = true
-        if let conflictingType {
-            StoredValueRecovery.reportConflict(
-                key: key, in: storage.location, type: Value.self, claimedBy: conflictingType)
-            isPersisting = false
-        } else {
+        var isPersisting = isGranted
+        if isGranted {
             (initialValue, isPersisting) = loadStoredValue(key: key, storage: storage, defaultValue: defaultValue)
         }
         self.storage = storage

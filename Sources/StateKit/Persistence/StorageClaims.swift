@@ -20,21 +20,27 @@ final class StorageClaims: @unchecked Sendable {
 
     /// Claims `key` in the storage at `location` for values of `type`.
     ///
-    /// - Returns: The token that holds the claim, and the type of a live claim of another type on
-    ///   the same key (then this claim is not recorded).
-    func claim(key: String, location: String, type: Any.Type) -> (token: Token, conflictingType: Any.Type?) {
+    /// A live claim of another type on the same key is reported as a
+    /// ``StateDiagnostic/Kind/keyConflict``, and this claim is not recorded.
+    /// - Returns: The token that holds the claim, and whether it was granted: only then may the
+    ///   container read and write the key.
+    func claim(key: String, location: String, type: Any.Type) -> (token: Token, isGranted: Bool) {
         let token = Token()
         let name = location + "\u{0}" + key
-        return lock.withLock {
+        let conflictingType: Any.Type? = lock.withLock {
             var live = claims[name, default: []].filter { $0.token != nil }
             if let other = live.first(where: { $0.type != type }) {
-                return (token, other.type)
+                return other.type
             }
             live.append(Claim(type: type, token: token))
             claims[name] = live
             token.release = { [weak self] in self?.prune(name) }
-            return (token, nil)
+            return nil
         }
+        if let conflictingType {
+            StoredValueRecovery.reportConflict(key: key, in: location, type: type, claimedBy: conflictingType)
+        }
+        return (token, conflictingType == nil)
     }
 
     /// Forgets the claims on `name` whose containers are gone.

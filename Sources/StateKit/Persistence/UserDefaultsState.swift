@@ -46,15 +46,10 @@ open class UserDefaultsState<Value>: MonitoredState<Value> {
     ///   - defaults: Where to store the value; tests should pass their own suite.
     public init(_ defaultValue: Value, key: String, defaults: UserDefaults = .standard) {
         let storage = UserDefaultsStateStorage(defaults)
-        let (claim, conflictingType) = StorageClaims.shared.claim(
-            key: key, location: storage.location, type: Value.self)
+        let (claim, isGranted) = StorageClaims.shared.claim(key: key, location: storage.location, type: Value.self)
         var initialValue = defaultValue
-        var isPersisting = true
-        if let conflictingType {
-            StoredValueRecovery.reportConflict(
-                key: key, in: storage.location, type: Value.self, claimedBy: conflictingType)
-            isPersisting = false
-        } else if let object = defaults.object(forKey: key) {
+        var isPersisting = isGranted
+        if isGranted, let object = defaults.object(forKey: key) {
             do {
                 initialValue = try decodeDefaultsObject(object, as: Value.self)
             } catch {
