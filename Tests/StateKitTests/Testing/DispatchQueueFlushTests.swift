@@ -13,6 +13,11 @@ private final class CountingListener: StateListener, @unchecked Sendable {
     }
 }
 
+/// A value with no lock of its own: only `flush()` orders the queue's writes before the test's reads.
+private final class UnguardedBox: @unchecked Sendable {
+    var values: [Int] = []
+}
+
 @Suite struct DispatchQueueFlushTests {
     @Test func flushRunsEverySubscriberDeliveryQueuedBeforeIt() async {
         let counter = MonitoredState(0, key: uniqueKey())
@@ -34,6 +39,30 @@ private final class CountingListener: StateListener, @unchecked Sendable {
         await listener.stateListenerQueue.flush()
         #expect(listener.seenVersions.count == 2)
         #expect(listener.seenVersions.last == 2)
+    }
+
+    /// Under `--sanitize=thread` this fails without `flush()`'s lock hand-off: ThreadSanitizer on
+    /// Linux does not order a continuation resumed from a queue after that queue's earlier blocks.
+    @Test func whatQueuedBlocksWroteIsVisibleAfterFlushWithoutALock() async {
+        await withTaskGroup(of: Int.self) { group in
+            for task in 0..<8 {
+                group.addTask {
+                    let queue = DispatchQueue(label: "test.flush.\(task)")
+                    var consistent = 0
+                    for _ in 0..<50 {
+                        let box = UnguardedBox()
+                        queue.async { box.values.append(1) }
+                        queue.async { box.values.append(2) }
+                        await queue.flush()
+                        if box.values == [1, 2] { consistent += 1 }
+                    }
+                    return consistent
+                }
+            }
+            var consistent = 0
+            for await count in group { consistent += count }
+            #expect(consistent == 8 * 50)
+        }
     }
 
     @Test func synchronousSubscribersNeedNoWaiting() {
