@@ -18,9 +18,6 @@ struct ContainerStorage<Value> {
     /// Whether some subscriber wants old values and timestamps.
     @usableFromInline
     var recordsChanges = false
-    /// Whether a thread has claimed the right to deliver this container's changes.
-    @usableFromInline
-    var isDelivering = false
     /// Checks each write before it lands; see ``MonitoredState/init(_:key:validator:)``.
     @usableFromInline
     var validator: (@Sendable (_ current: Value, _ proposed: Value) throws -> Void)?
@@ -78,12 +75,6 @@ extension State {
     var recordsChanges: Bool {
         get { guarded.pointee.recordsChanges }
         set { guarded.pointee.recordsChanges = newValue }
-    }
-
-    @inlinable
-    var isDelivering: Bool {
-        get { guarded.pointee.isDelivering }
-        set { guarded.pointee.isDelivering = newValue }
     }
 
     @inlinable

@@ -5,7 +5,7 @@ import Foundation
 ///
 /// Rules (see the "Delivery semantics" article):
 /// - A write updates the value and version under the lock, so a read after it returns sees it.
-/// - One thread at a time delivers a container (`isDelivering`). A write made while another
+/// - One thread at a time delivers a container (``DeliveryClaim``). A write made while another
 ///   thread delivers is queued in `pending` and delivered by that thread, in version order; the
 ///   writer returns at once and never waits for another thread's handlers.
 /// - Handlers run outside the lock. A write made inside a handler is queued, on its own container
@@ -137,11 +137,11 @@ extension State: PendingDelivery, SubscriberOwner {
     @inlinable
     final func publishLocked(oldValue: Value?, announcedByHand: Bool = false) {
         let context = DeliveryContext.current
-        guard !isDelivering && !context.isDelivering && !runsHook && writeObserver == nil else {
+        guard !deliveryClaim.isClaimed && !context.isDelivering && !runsHook && writeObserver == nil else {
             scheduleChangeLocked(oldValue: oldValue, announcedByHand: announcedByHand, in: context)
             return
         }
-        isDelivering = true
+        deliveryClaim.take()
         let change = PendingChange(
             oldValue: oldValue,
             newValue: storedValue,
@@ -157,12 +157,7 @@ extension State: PendingDelivery, SubscriberOwner {
         lock.unlock()
         context.beginOutermost()
         notify(change, subscribers: subscribers, others: others)
-        lock.lock()
-        if pending.isEmpty {
-            isDelivering = false
-            lock.unlock()
-        } else {
-            lock.unlock()
+        if !deliveryClaim.releaseUnlessPending() {
             deliverPending(in: context)
         }
         context.endOutermost()
@@ -227,12 +222,14 @@ extension State: PendingDelivery, SubscriberOwner {
     /// Delivers `item` now if nobody is delivering this container and this thread is not inside a
     /// handler; otherwise queues it for whoever will. Called with the lock held; releases it.
     final func scheduleLocked(_ item: PendingItem<Value>, in context: DeliveryContext) {
-        if isDelivering {
+        if deliveryClaim.isClaimed {
             pending.append(item)
+            let isMarked = deliveryClaim.markPending()
             lock.unlock()
+            if !isMarked { deliverClaimedQueue(in: context) }
             return
         }
-        isDelivering = true
+        deliveryClaim.take()
         if context.isDelivering {
             pending.append(item)
             lock.unlock()
@@ -253,13 +250,25 @@ extension State: PendingDelivery, SubscriberOwner {
         while true {
             lock.lock()
             guard let item = pending.popFirst() else {
-                isDelivering = false
+                deliveryClaim.release()
                 lock.unlock()
                 return
             }
             let audience = self.audience
             lock.unlock()
             perform(item, for: audience, in: context)
+        }
+    }
+
+    /// Delivers the queue of a container this thread has just come to hold the claim of: now, or
+    /// after the current delivery if this thread is inside a handler.
+    private func deliverClaimedQueue(in context: DeliveryContext) {
+        if context.isDelivering {
+            context.enqueue(self)
+        } else {
+            context.beginOutermost()
+            deliverPending(in: context)
+            context.endOutermost()
         }
     }
 
