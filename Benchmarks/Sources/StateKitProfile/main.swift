@@ -11,6 +11,16 @@ struct Row: Equatable, Sendable {
     var a = 0, b = 0, c = 0, d = 0, e = 0, f = 0, g = 0, h = 0, i = 0, j = "ten"
 }
 
+/// The seed article's pattern, and what `PersistedState` and `UserDefaultsState` do: an override
+/// of `didModify()`, which every change runs through the delivery queue.
+final class HookedState: MonitoredState<Int>, @unchecked Sendable {
+    var hookCalls = 0
+
+    override func didModify() {
+        hookCalls &+= 1
+    }
+}
+
 @inline(never)
 func measured(_ count: Int, _ body: () -> Void) {
     for _ in 0..<count { body() }
@@ -53,6 +63,15 @@ case "fanoutStored":
         state.modify { $0.a &+= 1 }
     }
     withExtendedLifetime(tokens) {}
+case "hook":
+    let state = HookedState(0, key: "hook")
+    let token = state.subscribe { _ in }
+    measured(count) {
+        next &+= 1
+        state.modify(next)
+    }
+    next &+= state.hookCalls
+    withExtendedLifetime(token) {}
 case "churn":
     let state = MonitoredState(0, key: "churn")
     measured(count) { state.subscribe { _ in }.cancel() }
