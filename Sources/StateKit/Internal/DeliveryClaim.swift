@@ -9,6 +9,8 @@ import Synchronization
 /// claim (``markPending()``); if the deliverer let go in between, the writer holds the claim from
 /// then on and delivers the queue itself, so no queued change is left without a deliverer.
 ///
+/// Under the lock, the claim is ``claimedWithPending`` exactly when changes are queued, so a
+/// deliverer with nothing queued lets go without the lock and without looking at the queue.
 /// The release and acquire orderings also hand over what one deliverer wrote for the next (a
 /// projection group's last part), which the lock handed over before.
 @usableFromInline
@@ -33,9 +35,11 @@ struct DeliveryClaim: ~Copyable {
 
     /// Makes the calling thread the deliverer. Call it with the lock held, after ``isClaimed``
     /// was false.
+    ///
+    /// - Parameter isPending: Whether the caller queues a change for itself to deliver.
     @inlinable
-    func take() {
-        state.store(Self.claimed, ordering: .releasing)
+    func take(isPending: Bool = false) {
+        state.store(isPending ? Self.claimedWithPending : Self.claimed, ordering: .releasing)
     }
 
     /// Tells the deliverer that a change was queued for it. Call it with the lock held, after
@@ -43,6 +47,7 @@ struct DeliveryClaim: ~Copyable {
     ///
     /// - Returns: `false` if the deliverer let go meanwhile: the calling thread then holds the
     ///   claim and must deliver the queue.
+    @usableFromInline
     func markPending() -> Bool {
         let (exchanged, original) = state.compareExchange(
             expected: Self.claimed,
@@ -50,21 +55,21 @@ struct DeliveryClaim: ~Copyable {
             ordering: .acquiringAndReleasing
         )
         if exchanged || original == Self.claimedWithPending { return true }
-        take()
+        take(isPending: true)
         return false
     }
 
-    /// Gives the claim up unless a change was queued since the deliverer took it. Called by the
-    /// deliverer without the lock.
+    /// Records that the deliverer took the last queued change. Call it with the lock held.
+    @usableFromInline
+    func markDrained() {
+        state.store(Self.claimed, ordering: .releasing)
+    }
+
+    /// Gives the claim up unless a change is queued. Called by the deliverer without the lock.
     ///
     /// - Returns: `false` if changes are queued: the caller still holds the claim and must deliver them.
     @inlinable
     func releaseUnlessPending() -> Bool {
         state.compareExchange(expected: Self.claimed, desired: Self.free, ordering: .acquiringAndReleasing).exchanged
-    }
-
-    /// Gives the claim up. Call it with the lock held, once the queue is empty.
-    func release() {
-        state.store(Self.free, ordering: .releasing)
     }
 }

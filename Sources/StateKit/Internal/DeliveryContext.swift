@@ -59,6 +59,7 @@ struct DeliveryContext {
     }
 
     /// The container whose `didModify()` hook is running on this thread, if any.
+    @usableFromInline
     var hookTarget: ObjectIdentifier? {
         get { fields.pointee.hookTarget }
         nonmutating set { fields.pointee.hookTarget = newValue }
@@ -108,6 +109,7 @@ struct DeliveryContext {
     }
 
     /// Queues a container this thread has claimed; the outermost delivery drains it.
+    @usableFromInline
     func enqueue(_ container: any PendingDelivery) {
         queue.append(container)
     }

@@ -44,16 +44,20 @@ enum PendingItem<Value> {
 /// A FIFO of pending items that releases each item as soon as it is taken.
 @usableFromInline
 struct PendingQueue<Value> {
-    private var items: [PendingItem<Value>?] = []
-    private var head = 0
+    @usableFromInline
+    var items: [PendingItem<Value>?] = []
+    @usableFromInline
+    var head = 0
 
     @usableFromInline
     var isEmpty: Bool { head == items.count }
 
+    @inlinable
     mutating func append(_ item: PendingItem<Value>) {
         items.append(item)
     }
 
+    @inlinable
     mutating func popFirst() -> PendingItem<Value>? {
         guard head < items.count else { return nil }
         let item = items[head]

@@ -205,7 +205,7 @@ extension State: PendingDelivery, SubscriberOwner {
     }
 
     /// Queues the change at the current version for whoever delivers. Called with the lock held; releases it.
-    @usableFromInline
+    @inlinable
     final func scheduleChangeLocked(oldValue: Value?, announcedByHand: Bool, in context: DeliveryContext) {
         let change = PendingChange(
             oldValue: oldValue,
@@ -221,6 +221,7 @@ extension State: PendingDelivery, SubscriberOwner {
 
     /// Delivers `item` now if nobody is delivering this container and this thread is not inside a
     /// handler; otherwise queues it for whoever will. Called with the lock held; releases it.
+    @inlinable
     final func scheduleLocked(_ item: PendingItem<Value>, in context: DeliveryContext) {
         if deliveryClaim.isClaimed {
             pending.append(item)
@@ -229,13 +230,14 @@ extension State: PendingDelivery, SubscriberOwner {
             if !isMarked { deliverClaimedQueue(in: context) }
             return
         }
-        deliveryClaim.take()
         if context.isDelivering {
+            deliveryClaim.take(isPending: true)
             pending.append(item)
             lock.unlock()
             context.enqueue(self)
             return
         }
+        deliveryClaim.take()
         let audience = self.audience
         lock.unlock()
         context.beginOutermost()
@@ -245,24 +247,24 @@ extension State: PendingDelivery, SubscriberOwner {
     }
 
     /// Delivers everything queued for this container, then gives up the right to deliver.
-    @usableFromInline
+    ///
+    /// With nothing queued this is one compare-exchange: no lock, no look at the queue.
+    @inlinable
     func deliverPending(in context: DeliveryContext) {
-        while true {
+        while !deliveryClaim.releaseUnlessPending() {
             lock.lock()
-            guard let item = pending.popFirst() else {
-                deliveryClaim.release()
-                lock.unlock()
-                return
-            }
+            let item = pending.popFirst()
+            if pending.isEmpty { deliveryClaim.markDrained() }
             let audience = self.audience
             lock.unlock()
-            perform(item, for: audience, in: context)
+            if let item { perform(item, for: audience, in: context) }
         }
     }
 
     /// Delivers the queue of a container this thread has just come to hold the claim of: now, or
     /// after the current delivery if this thread is inside a handler.
-    private func deliverClaimedQueue(in context: DeliveryContext) {
+    @usableFromInline
+    final func deliverClaimedQueue(in context: DeliveryContext) {
         if context.isDelivering {
             context.enqueue(self)
         } else {
@@ -272,7 +274,8 @@ extension State: PendingDelivery, SubscriberOwner {
         }
     }
 
-    private func perform(_ item: PendingItem<Value>, for audience: Audience<Value>, in context: DeliveryContext) {
+    @inlinable
+    final func perform(_ item: PendingItem<Value>, for audience: Audience<Value>, in context: DeliveryContext) {
         switch item {
         case .change(let change):
             deliver(change, to: audience, in: context)
@@ -282,7 +285,8 @@ extension State: PendingDelivery, SubscriberOwner {
         }
     }
 
-    private func deliver(_ change: PendingChange<Value>, to audience: Audience<Value>, in context: DeliveryContext) {
+    @inlinable
+    final func deliver(_ change: PendingChange<Value>, to audience: Audience<Value>, in context: DeliveryContext) {
         if change.depth > 0 && !admitChainStep(change, in: context) { return }
         context.depth = change.depth
         if runsHook && !change.isAnnouncedByHand {
@@ -295,7 +299,8 @@ extension State: PendingDelivery, SubscriberOwner {
     }
 
     /// Whether a handler-triggered change may be delivered, or is the step that closes a cycle.
-    private func admitChainStep(_ change: PendingChange<Value>, in context: DeliveryContext) -> Bool {
+    @usableFromInline
+    final func admitChainStep(_ change: PendingChange<Value>, in context: DeliveryContext) -> Bool {
         let limit = StateDiagnostics.maximumChainDepth
         if change.depth + 16 > limit { context.noteChainStep(key) }
         guard change.depth > limit else { return true }
