@@ -37,8 +37,7 @@ struct DeliveryContext {
         @usableFromInline
         var recentKeys: [String] = []
         @usableFromInline
-        var queue: [any PendingDelivery] = []
-        var head = 0
+        var queue = FIFOQueue<any PendingDelivery>()
     }
 
     @usableFromInline
@@ -71,14 +70,9 @@ struct DeliveryContext {
         nonmutating _modify { yield &fields.pointee.recentKeys }
     }
 
-    private var queue: [any PendingDelivery] {
+    private var queue: FIFOQueue<any PendingDelivery> {
         _read { yield fields.pointee.queue }
         nonmutating _modify { yield &fields.pointee.queue }
-    }
-
-    private var head: Int {
-        get { fields.pointee.head }
-        nonmutating set { fields.pointee.head = newValue }
     }
 
     private static let threadKey: pthread_key_t = {
@@ -135,18 +129,8 @@ struct DeliveryContext {
 
     @usableFromInline
     func drainAndEnd() {
-        while head < queue.count {
-            let next = queue[head]
-            head += 1
+        while let next = queue.popFirst() {
             next.deliverPending(in: self)
-            if head >= 1024 && head * 2 >= queue.count {
-                queue.removeFirst(head)
-                head = 0
-            }
-        }
-        if !queue.isEmpty {
-            queue.removeAll(keepingCapacity: queue.count <= 64)
-            head = 0
         }
         if !recentKeys.isEmpty { recentKeys.removeAll() }
         depth = 0

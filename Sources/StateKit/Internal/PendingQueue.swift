@@ -41,35 +41,6 @@ enum PendingItem<Value> {
     case initialValue(depth: Int, deliver: () -> Void)
 }
 
-/// A FIFO of pending items that releases each item as soon as it is taken.
+/// The changes and first calls waiting for a container's deliverer, in order.
 @usableFromInline
-struct PendingQueue<Value> {
-    @usableFromInline
-    var items: [PendingItem<Value>?] = []
-    @usableFromInline
-    var head = 0
-
-    @usableFromInline
-    var isEmpty: Bool { head == items.count }
-
-    @inlinable
-    mutating func append(_ item: PendingItem<Value>) {
-        items.append(item)
-    }
-
-    @inlinable
-    mutating func popFirst() -> PendingItem<Value>? {
-        guard head < items.count else { return nil }
-        let item = items[head]
-        items[head] = nil
-        head += 1
-        if head == items.count {
-            items.removeAll(keepingCapacity: items.count <= 64)
-            head = 0
-        } else if head >= 1024 && head * 2 >= items.count {
-            items.removeFirst(head)
-            head = 0
-        }
-        return item
-    }
-}
+typealias PendingQueue<Value> = FIFOQueue<PendingItem<Value>>

@@ -1,0 +1,84 @@
+/// A first-in, first-out queue that releases each element as soon as it is taken.
+///
+/// The one queue type of the library: the dispatcher's pending changes, the per-thread trampoline
+/// and the sinks' buffers all use it. Elements live in an array read from `head`; taking one clears
+/// its slot (so a large value is freed at once, not when the queue next compacts), and the array is
+/// compacted when the taken prefix is at least half of it, which keeps `append` and `popFirst`
+/// amortised O(1) and the memory at most twice what is queued.
+///
+/// Not thread-safe: its owner guards it (a container's lock, a pipeline's lock, or one thread).
+@usableFromInline
+struct FIFOQueue<Element> {
+    @usableFromInline
+    var slots: [Element?] = []
+    @usableFromInline
+    var head = 0
+
+    @inlinable
+    init() {}
+
+    /// How many elements are queued.
+    @inlinable
+    var count: Int { slots.count - head }
+
+    @inlinable
+    var isEmpty: Bool { head == slots.count }
+
+    /// The oldest element, without taking it.
+    @inlinable
+    var first: Element? { head < slots.count ? slots[head] : nil }
+
+    @inlinable
+    mutating func append(_ element: Element) {
+        slots.append(element)
+    }
+
+    /// Takes the oldest element.
+    @inlinable
+    mutating func popFirst() -> Element? {
+        guard head < slots.count else { return nil }
+        let element = slots[head]
+        slots[head] = nil
+        head += 1
+        compactIfWorthIt()
+        return element
+    }
+
+    /// Takes up to `maximumCount` of the oldest elements, oldest first.
+    ///
+    /// - Complexity: O(`maximumCount`), amortised.
+    mutating func popFirst(upTo maximumCount: Int) -> [Element] {
+        let end = min(slots.count, head + max(0, maximumCount))
+        var taken: [Element] = []
+        taken.reserveCapacity(end - head)
+        while head < end {
+            if let element = slots[head] { taken.append(element) }
+            slots[head] = nil
+            head += 1
+        }
+        compactIfWorthIt()
+        return taken
+    }
+
+    /// Removes every element.
+    mutating func removeAll() {
+        slots.removeAll(keepingCapacity: slots.count <= 64)
+        head = 0
+    }
+
+    /// The queued elements, oldest first.
+    var elements: [Element] {
+        slots[head...].compactMap { $0 }
+    }
+
+    @inlinable
+    mutating func compactIfWorthIt() {
+        if head == slots.count {
+            slots.removeAll(keepingCapacity: slots.count <= 64)
+            head = 0
+        } else if head >= 64 && head * 2 >= slots.count {
+            slots.removeFirst(head)
+            head = 0
+        }
+    }
+}
