@@ -76,7 +76,16 @@ open class MonitoredState<Value>: State<Value> {
         lock.withLock {
             audience.listeners.removeAll { $0.listener == nil || $0.listener === listener }
             audience.listeners.append(WeakListener(listener: listener))
-            refreshLocked()
+            audienceChangedLocked()
+        }
+    }
+
+    /// Detaches a listener: it is not told of later changes (a call already queued on its
+    /// ``StateListener/stateListenerQueue`` still runs).
+    public func detach(listener: any StateListener) {
+        lock.withLock {
+            audience.listeners.removeAll { $0.listener == nil || $0.listener === listener }
+            audienceChangedLocked()
         }
     }
 
@@ -170,16 +179,33 @@ extension MonitoredState where Value: Sendable {
     /// for await count in counter.values { print(count) }
     /// ```
     public var values: StateStream<Value> {
-        readOnly.values
+        values(buffering: .latest)
     }
 
     /// The current value, then each new value, buffered as `buffering` says.
+    ///
+    /// The sequence does not keep the container alive: iterating ends when it is deallocated.
     public func values(buffering: StateStream<Value>.Buffering) -> StateStream<Value> {
-        readOnly.values(buffering: buffering)
+        StateStream(buffering: buffering) { [weak self] handler, finish in
+            guard let self else {
+                finish()
+                return Subscription()
+            }
+            return addSubscriber(
+                queue: nil, handler: .value(handler), sendsCurrentValue: true, onContainerReleased: finish)
+        }
     }
 
-    /// Every change, in order, as an `AsyncSequence` (unbounded buffer).
+    /// Every change, in order, as an `AsyncSequence` (unbounded buffer); it ends when the
+    /// container is deallocated.
     public var changes: StateStream<StateChange<Value>> {
-        readOnly.changes
+        StateStream(buffering: .unbounded) { [weak self] handler, finish in
+            guard let self else {
+                finish()
+                return Subscription()
+            }
+            return addSubscriber(
+                queue: nil, handler: .change(handler), sendsCurrentValue: false, onContainerReleased: finish)
+        }
     }
 }

@@ -30,12 +30,9 @@ open class State<Value> {
     @usableFromInline
     let lock = Lock()
     /// Everything the lock guards, behind a pointer so that accesses are not checked for
-    /// exclusivity at run time (the lock already makes them exclusive); see ``ContainerStorage``.
+    /// exclusivity at run time (the lock already makes them exclusive); see ``ContainerFields``.
     @usableFromInline
-    let guarded: UnsafeMutablePointer<ContainerStorage<Value>>
-    /// Which thread delivers this container's changes; see ``DeliveryClaim``.
-    @usableFromInline
-    let deliveryClaim = DeliveryClaim()
+    let fields: UnsafeMutablePointer<ContainerFields<Value>>
     /// `==` when `Value` is `Equatable`: assigning an equal value is then not a change.
     @usableFromInline
     let isEqual: ((Value, Value) -> Bool)?
@@ -46,7 +43,7 @@ open class State<Value> {
     /// Observation's bridge, made on the first read of ``value``: until something has read the
     /// value, nothing can be tracking it, and writes skip the registrar.
     @usableFromInline
-    let observation = AtomicLazyReference<ObservationPoint>()
+    let observation = OnceInstalledReference<ObservationPoint>()
 
     /// Creates a container holding `defaultValue`, identified by `key`.
     ///
@@ -56,7 +53,7 @@ open class State<Value> {
     ///     what persisted and synced containers store and send it under.
     public init(_ defaultValue: Value, key: String) {
         self.key = key
-        self.guarded = .makeStorage(defaultValue)
+        self.fields = .makeFields(defaultValue)
         self.isEqual = equality(for: Value.self)
         self.isObservable = false
         setUpHook()
@@ -65,7 +62,7 @@ open class State<Value> {
     /// Creates a container that reports reads and changes to Observation; ``MonitoredState``'s.
     init(_ defaultValue: Value, key: String, isObservable: Bool) {
         self.key = key
-        self.guarded = .makeStorage(defaultValue)
+        self.fields = .makeFields(defaultValue)
         self.isEqual = equality(for: Value.self)
         self.isObservable = isObservable
         setUpHook()
@@ -73,12 +70,13 @@ open class State<Value> {
 
     private func setUpHook() {
         runsHook = !isStateKitType(type(of: self))
-        isObserved = runsHook
+        hasAudience = runsHook
     }
 
     deinit {
-        guarded.deinitialize(count: 1)
-        guarded.deallocate()
+        endSubscriptions()
+        fields.deinitialize(count: 1)
+        fields.deallocate()
     }
 
     /// Whether `type` is one of StateKit's own containers, whose ``didModify()`` needs no hook call.
@@ -92,7 +90,7 @@ open class State<Value> {
         guard Swift.type(of: self) == type else { return }
         lock.withLock {
             runsHook = false
-            refreshLocked()
+            audienceChangedLocked()
         }
     }
 
@@ -167,17 +165,17 @@ open class State<Value> {
     /// currentCEO.didModify()
     /// ```
     open func didModify() {
-        if DeliveryContext.current.hookTarget == ObjectIdentifier(self) { return }
+        if DeliveryContext.current.containerRunningHook == ObjectIdentifier(self) { return }
         let observation = self.observation.unretained
         observation?._withUnsafeGuaranteedRef { $0.willSet() }
         defer { observation?._withUnsafeGuaranteedRef { $0.didSet() } }
         lock.lock()
         storedVersion &+= 1
-        guard isObserved else {
+        guard hasAudience else {
             lock.unlock()
             return
         }
-        publishLocked(oldValue: recordsChanges ? storedValue : nil, announcedByHand: true)
+        publishAndUnlock(oldValue: wantsChangeRecords ? storedValue : nil, announcedByHand: true)
     }
 }
 

@@ -11,7 +11,7 @@ import Bionic
 /// A container whose pending changes a thread has promised to deliver.
 @usableFromInline
 protocol PendingDelivery: AnyObject {
-    func deliverPending(in context: DeliveryContext)
+    func deliverQueued(in context: DeliveryContext)
 }
 
 /// Per-thread delivery bookkeeping: the trampoline that keeps handler-triggered writes flat.
@@ -33,15 +33,24 @@ struct DeliveryContext {
         var isDelivering = false
         @usableFromInline
         var depth = 0
-        var hookTarget: ObjectIdentifier?
+        var containerRunningHook: ObjectIdentifier?
         @usableFromInline
         var recentKeys: [String] = []
         @usableFromInline
         var queue = FIFOQueue<any PendingDelivery>()
     }
 
+    /// Identifies a thread's context, so a deliverer can tell the deliveries its own thread
+    /// queued from those of others.
+    @usableFromInline
+    typealias ID = UnsafeMutableRawPointer
+
     @usableFromInline
     let fields: UnsafeMutablePointer<Fields>
+
+    /// This thread's identity among deliverers.
+    @inlinable
+    var id: ID { UnsafeMutableRawPointer(fields) }
 
     /// Whether this thread is running handlers right now.
     @inlinable
@@ -59,9 +68,9 @@ struct DeliveryContext {
 
     /// The container whose `didModify()` hook is running on this thread, if any.
     @usableFromInline
-    var hookTarget: ObjectIdentifier? {
-        get { fields.pointee.hookTarget }
-        nonmutating set { fields.pointee.hookTarget = newValue }
+    var containerRunningHook: ObjectIdentifier? {
+        get { fields.pointee.containerRunningHook }
+        nonmutating set { fields.pointee.containerRunningHook = newValue }
     }
 
     /// Keys of the changes delivered most recently near the cycle limit, for the cycle diagnostic.
@@ -130,7 +139,7 @@ struct DeliveryContext {
     @usableFromInline
     func drainAndEnd() {
         while let next = queue.popFirst() {
-            next.deliverPending(in: self)
+            next.deliverQueued(in: self)
         }
         if !recentKeys.isEmpty { recentKeys.removeAll() }
         depth = 0
@@ -138,8 +147,12 @@ struct DeliveryContext {
     }
 
     /// Runs one handler call at `depth`, as the outermost delivery if this thread has none.
+    ///
+    /// A handler called on a queue (a queue subscriber, a listener) continues the chain of the
+    /// change that scheduled it: `depth` and the chain's recent keys travel with the call, so a
+    /// cycle through queues is cut, and reported, as one on a single thread is.
     @usableFromInline
-    func run(atDepth depth: Int, _ body: () -> Void) {
+    func run(atDepth depth: Int, recentKeys: [String], _ body: () -> Void) {
         if isDelivering {
             let saved = self.depth
             self.depth = depth
@@ -148,6 +161,7 @@ struct DeliveryContext {
         } else {
             beginOutermost()
             self.depth = depth
+            if !recentKeys.isEmpty { self.recentKeys = recentKeys }
             body()
             endOutermost()
         }

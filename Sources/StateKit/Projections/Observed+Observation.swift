@@ -23,7 +23,8 @@ extension Observed {
                 point.willSet()
                 point.didSet()
             },
-            sendsCurrentValue: false
+            sendsCurrentValue: false,
+            onRootReleased: nil
         )
         return tracking.install(point, subscription)
     }
@@ -36,7 +37,7 @@ extension Observed {
 /// subscription's handler holds only the registrar, never the projection, so nothing forms a cycle
 /// and the container keeps nothing of a released projection.
 final class ProjectionTracking: Sendable {
-    private let installed = AtomicLazyReference<Installed>()
+    private let installed = OnceInstalledReference<Installed>()
 
     /// The installed registrar, if any.
     var point: ObservationPoint? {

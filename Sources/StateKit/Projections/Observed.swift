@@ -43,26 +43,27 @@ public class Observed<Value> {
     ///
     /// - Returns: A token; the subscription lasts until it is cancelled or released.
     public func subscribe(_ handler: @escaping @Sendable (Value) -> Void) -> Subscription {
-        projection.subscribe(queue: nil, handler: .value(handler), sendsCurrentValue: true)
+        projection.subscribe(queue: nil, handler: .value(handler), sendsCurrentValue: true, onRootReleased: nil)
     }
 
     /// Calls `handler` with the current value, then with each new value, asynchronously on
     /// `queue` (which should be serial, to keep the order).
     public func subscribe(on queue: DispatchQueue, _ handler: @escaping @Sendable (Value) -> Void) -> Subscription
     where Value: Sendable {
-        projection.subscribe(queue: queue, handler: .value(handler), sendsCurrentValue: true)
+        projection.subscribe(queue: queue, handler: .value(handler), sendsCurrentValue: true, onRootReleased: nil)
     }
 
     /// Calls a main-actor `handler` with the current value, then with each new value, on the main queue.
     public func subscribeOnMain(_ handler: @escaping @MainActor (Value) -> Void) -> Subscription
     where Value: Sendable {
-        projection.subscribe(queue: .main, handler: .value(mainActorHandler(handler)), sendsCurrentValue: true)
+        projection.subscribe(
+            queue: .main, handler: .value(mainActorHandler(handler)), sendsCurrentValue: true, onRootReleased: nil)
     }
 
     /// Calls `handler` with each change of this part (old value, new value, the container's
     /// version), from the next change on.
     public func subscribeChanges(_ handler: @escaping @Sendable (StateChange<Value>) -> Void) -> Subscription {
-        projection.subscribe(queue: nil, handler: .change(handler), sendsCurrentValue: false)
+        projection.subscribe(queue: nil, handler: .change(handler), sendsCurrentValue: false, onRootReleased: nil)
     }
 
     /// A projection of `path` within this part.
@@ -88,16 +89,18 @@ extension Observed where Value: Sendable {
     /// The current value, then each new value, buffered as `buffering` says.
     public func values(buffering: StateStream<Value>.Buffering) -> StateStream<Value> {
         let projection = UncheckedSendable(projection)
-        return StateStream(buffering: buffering) { handler in
-            projection.value.subscribe(queue: nil, handler: .value(handler), sendsCurrentValue: true)
+        return StateStream(buffering: buffering) { handler, finish in
+            projection.value.subscribe(
+                queue: nil, handler: .value(handler), sendsCurrentValue: true, onRootReleased: finish)
         }
     }
 
     /// Every change of this part, in order, as an `AsyncSequence` (unbounded buffer).
     public var changes: StateStream<StateChange<Value>> {
         let projection = UncheckedSendable(projection)
-        return StateStream(buffering: .unbounded) { handler in
-            projection.value.subscribe(queue: nil, handler: .change(handler), sendsCurrentValue: false)
+        return StateStream(buffering: .unbounded) { handler, finish in
+            projection.value.subscribe(
+                queue: nil, handler: .change(handler), sendsCurrentValue: false, onRootReleased: finish)
         }
     }
 }

@@ -6,7 +6,12 @@ protocol Projection<Value>: Sendable {
     associatedtype Value
     var key: String { get }
     func read() -> Value
-    func subscribe(queue: DispatchQueue?, handler: Subscriber<Value>.Handler, sendsCurrentValue: Bool) -> Subscription
+    func subscribe(
+        queue: DispatchQueue?,
+        handler: Subscriber<Value>.Handler,
+        sendsCurrentValue: Bool,
+        onRootReleased: (@Sendable () -> Void)?
+    ) -> Subscription
     func appending<Part: Equatable>(_ path: KeyPath<Value, Part>) -> any Projection<Part>
     /// Whether ``read()`` already registers with the container's own Observation registrar (a
     /// view of the whole container), so the ``Observed`` needs no registrar of its own.
@@ -36,8 +41,14 @@ struct WholeProjection<Root>: Projection, @unchecked Sendable {
 
     func read() -> Root { root.value }
 
-    func subscribe(queue: DispatchQueue?, handler: Subscriber<Root>.Handler, sendsCurrentValue: Bool) -> Subscription {
-        root.addSubscriber(queue: queue, handler: handler, sendsCurrentValue: sendsCurrentValue)
+    func subscribe(
+        queue: DispatchQueue?,
+        handler: Subscriber<Root>.Handler,
+        sendsCurrentValue: Bool,
+        onRootReleased: (@Sendable () -> Void)?
+    ) -> Subscription {
+        root.addSubscriber(
+            queue: queue, handler: handler, sendsCurrentValue: sendsCurrentValue, onContainerReleased: onRootReleased)
     }
 
     func appending<Part: Equatable>(_ path: KeyPath<Root, Part>) -> any Projection<Part> {
@@ -61,8 +72,15 @@ struct KeyPathProjection<Root, Value: Equatable>: Projection, @unchecked Sendabl
 
     func read() -> Value { root.read(reader) }
 
-    func subscribe(queue: DispatchQueue?, handler: Subscriber<Value>.Handler, sendsCurrentValue: Bool) -> Subscription {
-        root.addSubscriber(to: path, queue: queue, handler: handler, sendsCurrentValue: sendsCurrentValue)
+    func subscribe(
+        queue: DispatchQueue?,
+        handler: Subscriber<Value>.Handler,
+        sendsCurrentValue: Bool,
+        onRootReleased: (@Sendable () -> Void)?
+    ) -> Subscription {
+        root.addSubscriber(
+            to: path, queue: queue, handler: handler, sendsCurrentValue: sendsCurrentValue,
+            onRootReleased: onRootReleased)
     }
 
     func appending<Part: Equatable>(_ path: KeyPath<Value, Part>) -> any Projection<Part> {
@@ -86,8 +104,14 @@ struct WritableKeyPathProjection<Root, Value: Equatable>: WritableProjection, @u
 
     func read() -> Value { readOnly.read() }
 
-    func subscribe(queue: DispatchQueue?, handler: Subscriber<Value>.Handler, sendsCurrentValue: Bool) -> Subscription {
-        readOnly.subscribe(queue: queue, handler: handler, sendsCurrentValue: sendsCurrentValue)
+    func subscribe(
+        queue: DispatchQueue?,
+        handler: Subscriber<Value>.Handler,
+        sendsCurrentValue: Bool,
+        onRootReleased: (@Sendable () -> Void)?
+    ) -> Subscription {
+        readOnly.subscribe(
+            queue: queue, handler: handler, sendsCurrentValue: sendsCurrentValue, onRootReleased: onRootReleased)
     }
 
     func appending<Part: Equatable>(_ path: KeyPath<Value, Part>) -> any Projection<Part> {
@@ -138,7 +162,8 @@ extension State {
         to path: KeyPath<Value, Part>,
         queue: DispatchQueue?,
         handler: Subscriber<Part>.Handler,
-        sendsCurrentValue: Bool
+        sendsCurrentValue: Bool,
+        onRootReleased: (@Sendable () -> Void)? = nil
     ) -> Subscription {
         let context = DeliveryContext.current
         lock.lock()
@@ -154,11 +179,12 @@ extension State {
         let subscriber = Subscriber(startVersion: storedVersion, queue: queue, handler: handler)
         subscriber.owner = self
         subscriber.group = group
+        subscriber.onOwnerReleased = onRootReleased
         group.subscribers.append(subscriber)
-        refreshLocked()
+        audienceChangedLocked()
         let subscription = Subscription(subscriber)
         if sendsCurrentValue {
-            scheduleInitialValueLocked(current, to: subscriber, in: context)
+            scheduleInitialValueAndUnlock(current, to: subscriber, in: context)
         } else {
             lock.unlock()
         }

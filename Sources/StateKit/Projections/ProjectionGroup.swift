@@ -20,6 +20,9 @@ class ProjectionGroupBase {
     var isEmptyLocked: Bool { fatalError("abstract") }
 
     func removeLocked(_ entry: SubscriptionEntry) { fatalError("abstract") }
+
+    /// Tells every subscriber that the root container is gone.
+    func ownerReleased() { fatalError("abstract") }
 }
 
 /// A projection group for a container of `Root`.
@@ -58,6 +61,10 @@ final class KeyPathGroup<Root, Part: Equatable>: ProjectionGroup<Root> {
 
     override func removeLocked(_ entry: SubscriptionEntry) {
         subscribers.removeAll { $0 === entry }
+    }
+
+    override func ownerReleased() {
+        for subscriber in subscribers { subscriber.ownerReleased() }
     }
 
     override func evaluate(_ root: UnsafePointer<Root>, version: UInt64, timestamp: Date?, depth: Int) {

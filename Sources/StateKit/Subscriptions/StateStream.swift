@@ -2,8 +2,10 @@
 ///
 /// Each iteration subscribes on its own, with its own buffer, so any number of consumers can
 /// iterate at once and a slow one never blocks a writer or another consumer. The iteration ends
-/// when its task is cancelled, and then (or when the iterator is released) its subscription is
-/// cancelled and its buffer freed.
+/// when its task is cancelled or when the container is deallocated (after the elements already
+/// buffered), and then (or when the iterator is released) its subscription is cancelled and its
+/// buffer freed. A container's own ``MonitoredState/values`` does not keep the container alive;
+/// a projection's does, as holding the projection does.
 ///
 /// ```swift
 /// for await count in counter.values {
@@ -29,9 +31,14 @@ public struct StateStream<Element: Sendable>: AsyncSequence, Sendable {
     }
 
     let buffering: Buffering
-    let subscribe: @Sendable (@escaping @Sendable (Element) -> Void) -> Subscription
+    /// Subscribes with a handler for each element and one for the container's release.
+    let subscribe: @Sendable (@escaping @Sendable (Element) -> Void, @escaping @Sendable () -> Void) -> Subscription
 
-    init(buffering: Buffering, subscribe: @escaping @Sendable (@escaping @Sendable (Element) -> Void) -> Subscription) {
+    init(
+        buffering: Buffering,
+        subscribe:
+            @escaping @Sendable (@escaping @Sendable (Element) -> Void, @escaping @Sendable () -> Void) -> Subscription
+    ) {
         self.buffering = buffering
         self.subscribe = subscribe
     }
@@ -39,7 +46,7 @@ public struct StateStream<Element: Sendable>: AsyncSequence, Sendable {
     /// Subscribes and returns an iterator over what the subscription receives.
     public func makeAsyncIterator() -> AsyncIterator {
         let (stream, continuation) = AsyncStream.makeStream(of: Element.self, bufferingPolicy: buffering.policy)
-        let subscription = subscribe { continuation.yield($0) }
+        let subscription = subscribe({ continuation.yield($0) }, { continuation.finish() })
         continuation.onTermination = { _ in subscription.cancel() }
         return AsyncIterator(base: stream.makeAsyncIterator(), subscription: subscription)
     }
@@ -49,7 +56,7 @@ public struct StateStream<Element: Sendable>: AsyncSequence, Sendable {
         var base: AsyncStream<Element>.Iterator
         let subscription: Subscription
 
-        /// The next element, or `nil` once the consuming task is cancelled.
+        /// The next element, or `nil` once the consuming task is cancelled or the container is gone.
         public mutating func next() async -> Element? {
             await base.next()
         }

@@ -18,9 +18,18 @@ import Synchronization
 /// - Note: All operations on `Subscription` are thread-safe.
 public final class Subscription: Hashable, @unchecked Sendable {
     private let entry: Atomic<UnsafeMutableRawPointer?>
+    /// The container that delivers to it, to tell whether it is still there.
+    private weak let owner: (any SubscriberOwner)?
 
     init(_ entry: SubscriptionEntry) {
         self.entry = Atomic(Unmanaged.passRetained(entry).toOpaque())
+        self.owner = entry.owner
+    }
+
+    /// A subscription that was never live: what subscribing to a container already gone gives.
+    init() {
+        self.entry = Atomic(nil)
+        self.owner = nil
     }
 
     deinit {
@@ -35,9 +44,9 @@ public final class Subscription: Hashable, @unchecked Sendable {
         entry.release()
     }
 
-    /// Whether the subscription is still live.
+    /// Whether the subscription is still live: not cancelled, and its container still exists.
     public var isActive: Bool {
-        entry.load(ordering: .acquiring) != nil
+        entry.load(ordering: .acquiring) != nil && owner != nil
     }
 
     /// Keeps the token in `set`, so the subscription lasts as long as the set holds it.
@@ -104,10 +113,21 @@ final class Subscriber<Element>: SubscriptionEntry, @unchecked Sendable {
     @usableFromInline
     let queue: DispatchQueue?
 
+    /// Called once if the container goes away while this subscriber is live; set under the
+    /// container's lock when subscribing.
+    var onOwnerReleased: (@Sendable () -> Void)?
+
     init(startVersion: UInt64, queue: DispatchQueue?, handler: Handler) {
         self.handler = handler
         self.queue = queue
         super.init(startVersion: startVersion)
+    }
+
+    /// Tells the subscriber its container is gone.
+    func ownerReleased() {
+        guard isActive, let onOwnerReleased else { return }
+        self.onOwnerReleased = nil
+        onOwnerReleased()
     }
 
     /// Whether this subscriber wants old values and timestamps, not just new values.
@@ -141,9 +161,10 @@ final class Subscriber<Element>: SubscriptionEntry, @unchecked Sendable {
     @usableFromInline
     func enqueue(_ call: @escaping () -> Void, on queue: DispatchQueue, depth: Int) {
         let delivery = UncheckedSendable(call)
+        let recentKeys = DeliveryContext.current.recentKeys
         queue.async { [self] in
             guard isActive else { return }
-            DeliveryContext.current.run(atDepth: depth) { delivery.value() }
+            DeliveryContext.current.run(atDepth: depth, recentKeys: recentKeys) { delivery.value() }
         }
     }
 }

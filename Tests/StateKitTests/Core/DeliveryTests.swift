@@ -56,6 +56,7 @@ final class QueueListener: StateListener, @unchecked Sendable {
         onThreads(4) { _ in
             for _ in 0..<5_000 { state.modify { $0 += 1 } }
         }
+        waitUntilDelivered(state)
         let expected = Array(UInt64(1)...20_000)
         #expect(versionsA.all == expected)
         #expect(versionsB.all == expected)
@@ -71,6 +72,7 @@ final class QueueListener: StateListener, @unchecked Sendable {
         onThreads(4) { thread in
             for round in 0..<2_000 { state.modify(thread * 10_000 + round) }
         }
+        waitUntilDelivered(state)
         #expect(seen.all.last == state.value)
         subscription.cancel()
     }
@@ -105,6 +107,7 @@ final class QueueListener: StateListener, @unchecked Sendable {
         onThreads(2) { _ in
             for _ in 0..<1_000 { source.modify { $0 += 1 } }
         }
+        waitUntilDelivered(source)
         #expect(doubled.value == 4_000)
         link.cancel()
     }

@@ -156,6 +156,7 @@ final class HookedCounter: MonitoredState<Int>, @unchecked Sendable {
         onThreads(8) { _ in
             for _ in 0..<100_000 { state.modify { $0 += 1 } }
         }
+        waitUntilDelivered(state)
         #expect(state.value == 800_000)
         #expect(state.version == 800_000)
         #expect(deliveries.all == Array(stride(from: 0, through: 800_000, by: 100_000)))
@@ -176,6 +177,7 @@ final class HookedCounter: MonitoredState<Int>, @unchecked Sendable {
         onThreads(8) { _ in
             for _ in 0..<10_000 { state.modify { $0 += 1 } }
         }
+        waitUntilDelivered(state)
         #expect(state.calls == 80_000)
         #expect(!state.overlapped)
         #expect(!state.wentBackwards)

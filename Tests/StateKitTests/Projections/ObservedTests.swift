@@ -108,6 +108,7 @@ struct Counted: Equatable, Sendable {
         onThreads(4) { _ in
             for _ in 0..<2_000 { age.modify { $0 += 1 } }
         }
+        waitUntilDelivered(app)
         #expect(app.value.user.age == 8_030)
         #expect(app.version == 8_000)
         #expect(seen.all == Array(30...8_030))

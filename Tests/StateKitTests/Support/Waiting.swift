@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import StateKit
+
 /// Waits for `semaphore`, failing the test (instead of hanging) if it is not signalled in time.
 func waitFor(
     _ semaphore: DispatchSemaphore,
@@ -24,4 +26,16 @@ func onThreads(_ count: Int, stackSize: Int? = nil, _ body: @escaping @Sendable 
         thread.start()
     }
     for _ in 0..<count { waitFor(done, "thread to finish") }
+}
+
+/// Waits until every change made to `state` before the call has been delivered.
+///
+/// A change queued behind another thread's delivery may still be on its way when its writer
+/// returns (the overflow deliverer takes the backlog). A new subscriber's first call is queued
+/// behind all of it, so its arrival is the barrier.
+func waitUntilDelivered<Value>(_ state: State<Value>, sourceLocation: SourceLocation = #_sourceLocation) {
+    let arrived = DispatchSemaphore(value: 0)
+    let barrier = state.addSubscriber(queue: nil, handler: .value { _ in arrived.signal() }, sendsCurrentValue: true)
+    waitFor(arrived, "the deliveries queued before the barrier", sourceLocation: sourceLocation)
+    barrier.cancel()
 }

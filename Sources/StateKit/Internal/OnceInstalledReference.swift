@@ -3,9 +3,11 @@ import Synchronization
 /// A strong reference set at most once, lazily and without a lock.
 ///
 /// Two threads may both build an instance; the first to install it wins and the other's is
-/// released. Reading it is one acquiring load.
+/// released. Reading it is one acquiring load. Unlike the standard library's
+/// `AtomicLazyReference`, it also hands out the instance unretained (``unretained``), which the
+/// hot paths use so that two threads reading it never contend on its reference count.
 @usableFromInline
-struct AtomicLazyReference<Instance: AnyObject>: ~Copyable {
+struct OnceInstalledReference<Instance: AnyObject>: ~Copyable {
     @usableFromInline
     let slot = Atomic<UnsafeMutableRawPointer?>(nil)
 
@@ -43,4 +45,4 @@ struct AtomicLazyReference<Instance: AnyObject>: ~Copyable {
 }
 
 /// The pointer is only ever a retained `Instance`, published with release-acquire ordering.
-extension AtomicLazyReference: @unchecked Sendable where Instance: Sendable {}
+extension OnceInstalledReference: @unchecked Sendable where Instance: Sendable {}

@@ -40,7 +40,3 @@ enum PendingItem<Value> {
     /// Hand a new subscriber the value current when it subscribed.
     case initialValue(depth: Int, deliver: () -> Void)
 }
-
-/// The changes and first calls waiting for a container's deliverer, in order.
-@usableFromInline
-typealias PendingQueue<Value> = FIFOQueue<PendingItem<Value>>

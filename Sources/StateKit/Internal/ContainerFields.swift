@@ -2,22 +2,25 @@
 ///
 /// They live behind an `UnsafeMutablePointer` rather than as class stored properties: Swift checks
 /// every access to a class's stored `var` for exclusivity at run time, which cost more than the
-/// lock itself on the write path. The lock already makes each access exclusive.
+/// lock itself on the write path. The lock already makes each access exclusive. (The delivery
+/// claim inside ``delivery`` is an atomic, read without the lock by a deliverer letting go.)
 ///
 /// `value` comes last: every field before it has a size that does not depend on `Value`, so its
 /// offset is fixed, and code that is not specialised for `Value` (subscribing, cancelling,
 /// queueing) reaches it without looking up the struct's generic metadata (measured: ~300
 /// instructions a lookup, ~20 lookups per subscribe and cancel).
 @usableFromInline
-struct ContainerStorage<Value> {
+struct ContainerFields<Value>: ~Copyable {
     @usableFromInline
     var version: UInt64 = 0
-    /// Whether a change has anyone to tell (subscribers, projections, listeners or a hook).
+    /// Whether a change has anyone to tell (subscribers, projections, listeners or a hook); kept
+    /// equal to `runsHook || !audience.isEmpty` by ``State/audienceChangedLocked()``.
     @usableFromInline
-    var isObserved = false
-    /// Whether some subscriber wants old values and timestamps.
+    var hasAudience = false
+    /// Whether some subscriber wants ``StateChange`` records (old value, timestamp); kept equal
+    /// to `audience.changeSubscriberCount > 0`.
     @usableFromInline
-    var recordsChanges = false
+    var wantsChangeRecords = false
     /// Checks each write before it lands; see ``MonitoredState/init(_:key:validator:)``.
     @usableFromInline
     var validator: (@Sendable (_ current: Value, _ proposed: Value) throws -> Void)?
@@ -32,8 +35,9 @@ struct ContainerStorage<Value> {
     /// before its writer returns. It must not touch the container.
     @usableFromInline
     var writeObserver: ((StateChange<Value>) -> Void)?
+    /// Who delivers, and what waits to be delivered.
     @usableFromInline
-    var pending = PendingQueue<Value>()
+    var delivery = DeliveryStateMachine<Value>()
     @usableFromInline
     var value: Value
 
@@ -43,72 +47,66 @@ struct ContainerStorage<Value> {
     }
 }
 
-extension UnsafeMutablePointer {
-    /// A new container's storage, holding `value`.
-    static func makeStorage<Value>(_ value: Value) -> Self where Pointee == ContainerStorage<Value> {
-        let storage = allocate(capacity: 1)
-        storage.initialize(to: ContainerStorage(value: value))
-        return storage
+extension UnsafeMutablePointer where Pointee: ~Copyable {
+    /// A new container's fields, holding `value`.
+    static func makeFields<Value>(_ value: Value) -> Self where Pointee == ContainerFields<Value> {
+        let fields = allocate(capacity: 1)
+        fields.initialize(to: ContainerFields(value: value))
+        return fields
     }
 }
 
 extension State {
     @inlinable
     var storedValue: Value {
-        _read { yield guarded.pointee.value }
-        _modify { yield &guarded.pointee.value }
+        _read { yield fields.pointee.value }
+        _modify { yield &fields.pointee.value }
     }
 
     @inlinable
     var storedVersion: UInt64 {
-        get { guarded.pointee.version }
-        set { guarded.pointee.version = newValue }
+        get { fields.pointee.version }
+        set { fields.pointee.version = newValue }
     }
 
     @inlinable
-    var isObserved: Bool {
-        get { guarded.pointee.isObserved }
-        set { guarded.pointee.isObserved = newValue }
+    var hasAudience: Bool {
+        get { fields.pointee.hasAudience }
+        set { fields.pointee.hasAudience = newValue }
     }
 
     @inlinable
-    var recordsChanges: Bool {
-        get { guarded.pointee.recordsChanges }
-        set { guarded.pointee.recordsChanges = newValue }
+    var wantsChangeRecords: Bool {
+        get { fields.pointee.wantsChangeRecords }
+        set { fields.pointee.wantsChangeRecords = newValue }
     }
 
     @inlinable
     var validator: (@Sendable (_ current: Value, _ proposed: Value) throws -> Void)? {
-        get { guarded.pointee.validator }
-        set { guarded.pointee.validator = newValue }
+        get { fields.pointee.validator }
+        set { fields.pointee.validator = newValue }
     }
 
     @inlinable
     var runsHook: Bool {
-        get { guarded.pointee.runsHook }
-        set { guarded.pointee.runsHook = newValue }
+        get { fields.pointee.runsHook }
+        set { fields.pointee.runsHook = newValue }
     }
 
     @inlinable
     var audience: Audience<Value> {
-        _read { yield guarded.pointee.audience }
-        _modify { yield &guarded.pointee.audience }
+        _read { yield fields.pointee.audience }
+        _modify { yield &fields.pointee.audience }
     }
 
     var projectionIndex: [AnyKeyPath: ProjectionGroup<Value>] {
-        _read { yield guarded.pointee.projectionIndex }
-        _modify { yield &guarded.pointee.projectionIndex }
+        _read { yield fields.pointee.projectionIndex }
+        _modify { yield &fields.pointee.projectionIndex }
     }
 
     @inlinable
     var writeObserver: ((StateChange<Value>) -> Void)? {
-        get { guarded.pointee.writeObserver }
-        set { guarded.pointee.writeObserver = newValue }
-    }
-
-    @inlinable
-    var pending: PendingQueue<Value> {
-        _read { yield guarded.pointee.pending }
-        _modify { yield &guarded.pointee.pending }
+        get { fields.pointee.writeObserver }
+        set { fields.pointee.writeObserver = newValue }
     }
 }

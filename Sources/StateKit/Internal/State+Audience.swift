@@ -1,0 +1,81 @@
+import Dispatch
+import Foundation
+
+/// The audience: adding and removing subscribers, and keeping the fast-path flags in step with it.
+extension State: SubscriberOwner {
+    /// Adds a subscriber and, if asked, hands it the current value, in order with any delivery
+    /// in progress.
+    ///
+    /// - Parameter onContainerReleased: Called once if the container is deallocated while the
+    ///   subscription is live (async sequences finish with it).
+    final func addSubscriber(
+        queue: DispatchQueue?,
+        handler: Subscriber<Value>.Handler,
+        sendsCurrentValue: Bool,
+        onContainerReleased: (@Sendable () -> Void)? = nil
+    ) -> Subscription {
+        let context = DeliveryContext.current
+        lock.lock()
+        let subscriber = Subscriber(startVersion: storedVersion, queue: queue, handler: handler)
+        subscriber.owner = self
+        subscriber.onOwnerReleased = onContainerReleased
+        audience.subscribers.append(subscriber)
+        if subscriber.wantsChanges { audience.changeSubscriberCount += 1 }
+        audienceChangedLocked()
+        let subscription = Subscription(subscriber)
+        if sendsCurrentValue {
+            scheduleInitialValueAndUnlock(storedValue, to: subscriber, in: context)
+        } else {
+            lock.unlock()
+        }
+        return subscription
+    }
+
+    /// Queues (or makes) the first call of a new subscriber.
+    final func scheduleInitialValueAndUnlock<Element>(
+        _ current: Element,
+        to subscriber: Subscriber<Element>,
+        in context: DeliveryContext
+    ) {
+        let version = storedVersion
+        let key = self.key
+        let depth = context.isDelivering ? context.depth : 0
+        let deliver = {
+            subscriber.receive(
+                StateChange(key: key, oldValue: current, newValue: current, version: version, timestamp: Date()),
+                value: current,
+                depth: depth
+            )
+        }
+        scheduleAndUnlock(.initialValue(depth: depth, deliver: deliver), in: context)
+    }
+
+    func remove(_ entry: SubscriptionEntry) {
+        lock.lock()
+        defer { lock.unlock() }
+        if let group = entry.group {
+            group.removeLocked(entry)
+            if group.isEmptyLocked {
+                projectionIndex[group.path] = nil
+                audience.projections.removeAll { $0 === group }
+            }
+        } else if let index = audience.subscribers.firstIndex(where: { $0 === entry }) {
+            if audience.subscribers[index].wantsChanges { audience.changeSubscriberCount -= 1 }
+            audience.subscribers.remove(at: index)
+        }
+        audienceChangedLocked()
+    }
+
+    /// Recomputes the fast-path flags after the audience changed. Called with the lock held.
+    final func audienceChangedLocked() {
+        hasAudience = runsHook || !audience.isEmpty
+        wantsChangeRecords = audience.changeSubscriberCount > 0
+    }
+
+    /// Tells every live subscription that the container is going away. Called from `deinit`, when
+    /// no other thread can hold a reference.
+    final func endSubscriptions() {
+        for subscriber in audience.subscribers { subscriber.ownerReleased() }
+        for group in audience.projections { group.ownerReleased() }
+    }
+}

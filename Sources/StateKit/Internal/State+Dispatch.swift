@@ -1,0 +1,261 @@
+import Dispatch
+import Foundation
+
+/// Dispatching: how a change becomes handler calls, in order, without recursion, with bounded
+/// work per writer. The decisions are ``DeliveryStateMachine``'s; this file carries them out.
+///
+/// - A write made while nobody delivers the container is delivered by its writer, right away.
+/// - A write made while another thread delivers is queued for that deliverer; the writer returns
+///   at once, or, when ``DeliveryStateMachine/pendingLimit`` deliveries are queued, waits until the
+///   queue is below it. A deliverer delivers only what its own thread queued (its handlers'
+///   writes); when the next queued change is another thread's, the container's overflow
+///   deliverer, a job on a serial queue of its own, takes over the backlog.
+/// - Handlers run outside the lock. A write made inside a handler is queued, on its own container
+///   or, through the thread's ``DeliveryContext``, on another one, and delivered after the current
+///   delivery: no recursion, no stack growth.
+/// - Each queued change remembers its chain depth; a change past
+///   ``StateDiagnostics/maximumChainDepth`` is written but not delivered, which ends a cycle.
+extension State: PendingDelivery {
+    /// Delivers the change at the current version.
+    ///
+    /// The common case (nobody delivering, not inside a handler, no hook, no write observer) is
+    /// delivered right here, specialised in the client; everything else goes through
+    /// ``scheduleChangeAndUnlock(oldValue:announcedByHand:in:)``.
+    @inlinable
+    final func publishAndUnlock(oldValue: Value?, announcedByHand: Bool = false) {
+        let context = DeliveryContext.current
+        guard fields.pointee.delivery.isIdle && !context.isDelivering && !runsHook && writeObserver == nil else {
+            scheduleChangeAndUnlock(oldValue: oldValue, announcedByHand: announcedByHand, in: context)
+            return
+        }
+        fields.pointee.delivery.beginDelivery()
+        let change = PendingChange(
+            oldValue: oldValue,
+            newValue: storedValue,
+            version: storedVersion,
+            timestamp: wantsChangeRecords ? Date() : nil,
+            depth: 0,
+            isAnnouncedByHand: announcedByHand
+        )
+        // Only the subscriber list is copied when there is nobody else: each array copied out of
+        // the lock is a retain and a release on every write.
+        let subscribers = audience.subscribers
+        let others = audience.hasProjectionsOrListeners ? audience : nil
+        lock.unlock()
+        context.beginOutermost()
+        notify(change, subscribers: subscribers, others: others)
+        if !fields.pointee.delivery.finishUnlessQueued() {
+            deliverQueued(in: context)
+        }
+        context.endOutermost()
+    }
+
+    /// Hands `change` to the subscribers, then to the projections and listeners of `others`.
+    @inlinable
+    final func notify(
+        _ change: PendingChange<Value>,
+        subscribers: ContiguousArray<Subscriber<Value>>,
+        others: Audience<Value>?
+    ) {
+        for subscriber in subscribers where subscriber.startVersion < change.version {
+            subscriber.receive(record(of: change), value: change.newValue, depth: change.depth)
+        }
+        if let others {
+            notifyProjectionsAndListeners(change, audience: others)
+        }
+    }
+
+    /// The public record of `change`.
+    @inlinable
+    final func record(of change: PendingChange<Value>) -> StateChange<Value> {
+        StateChange(
+            key: key,
+            oldValue: change.oldValue ?? change.newValue,
+            newValue: change.newValue,
+            version: change.version,
+            timestamp: change.timestamp ?? Date()
+        )
+    }
+
+    @inlinable
+    final func notifyProjectionsAndListeners(_ change: PendingChange<Value>, audience: Audience<Value>) {
+        if !audience.projections.isEmpty {
+            withUnsafePointer(to: change.newValue) { root in
+                for group in audience.projections where group.createdVersion < change.version {
+                    group.evaluate(root, version: change.version, timestamp: change.timestamp, depth: change.depth)
+                }
+            }
+        }
+        if !audience.listeners.isEmpty {
+            notify(audience.listeners, depth: change.depth)
+        }
+    }
+
+    /// Schedules the change at the current version with the state machine.
+    @inlinable
+    final func scheduleChangeAndUnlock(oldValue: Value?, announcedByHand: Bool, in context: DeliveryContext) {
+        let change = PendingChange(
+            oldValue: oldValue,
+            newValue: storedValue,
+            version: storedVersion,
+            timestamp: wantsChangeRecords ? Date() : nil,
+            depth: context.isDelivering ? context.depth + 1 : 0,
+            isAnnouncedByHand: announcedByHand
+        )
+        if let writeObserver { writeObserver(record(of: change)) }
+        scheduleAndUnlock(.change(change), in: context)
+    }
+
+    /// Delivers `item` now, or queues it for whoever delivers, as the state machine decides; see
+    /// ``DeliveryStateMachine/Scheduling``.
+    @inlinable
+    final func scheduleAndUnlock(_ item: PendingItem<Value>, in context: DeliveryContext) {
+        let scheduling = fields.pointee.delivery.schedule(item, from: context.id, isInsideHandler: context.isDelivering)
+        fields.pointee.delivery.checkInvariants()
+        switch scheduling {
+        case .deliverNow:
+            let audience = self.audience
+            lock.unlock()
+            context.beginOutermost()
+            perform(item, for: audience, in: context)
+            deliverQueued(in: context)
+            context.endOutermost()
+        case .deliverQueue:
+            lock.unlock()
+            context.beginOutermost()
+            deliverQueued(in: context)
+            context.endOutermost()
+        case .deliverAfterCurrentDelivery:
+            lock.unlock()
+            context.enqueue(self)
+        case .queued:
+            lock.unlock()
+        case .queuedAtLimit(let roomForMore):
+            lock.unlock()
+            roomForMore.wait()
+        }
+    }
+
+    /// Delivers what this thread queued for the container it holds the claim of, then lets go,
+    /// or hands the rest to the overflow deliverer.
+    ///
+    /// With nothing queued this is one compare-exchange: no lock, no look at the queue.
+    @inlinable
+    func deliverQueued(in context: DeliveryContext) {
+        while !fields.pointee.delivery.finishUnlessQueued() {
+            guard deliverNextQueued(in: context, isOverflow: false) else { return }
+        }
+    }
+
+    /// Takes the next step the state machine gives a deliverer that found items queued.
+    ///
+    /// - Returns: `false` if the claim went to the overflow deliverer.
+    @usableFromInline
+    final func deliverNextQueued(in context: DeliveryContext, isOverflow: Bool) -> Bool {
+        lock.lock()
+        let next = fields.pointee.delivery.next(for: context.id, isOverflow: isOverflow)
+        fields.pointee.delivery.checkInvariants()
+        switch next {
+        case .retry:
+            lock.unlock()
+            return true
+        case .handOff(let overflowQueue):
+            lock.unlock()
+            startOverflowDelivery(on: overflowQueue)
+            return false
+        case .deliver(let item, let wakingWriters):
+            let audience = self.audience
+            lock.unlock()
+            for writer in wakingWriters { writer.signal() }
+            perform(item, for: audience, in: context)
+            return true
+        }
+    }
+
+    /// Delivers the backlog other threads queued, on `queue`, until it is empty.
+    final func startOverflowDelivery(on queue: DispatchQueue) {
+        let container = UncheckedSendable(self)
+        queue.async {
+            let context = DeliveryContext.current
+            context.run(atDepth: 0, recentKeys: []) {
+                while !container.value.fields.pointee.delivery.finishUnlessQueued() {
+                    _ = container.value.deliverNextQueued(in: context, isOverflow: true)
+                }
+            }
+        }
+    }
+
+    @inlinable
+    final func perform(_ item: PendingItem<Value>, for audience: Audience<Value>, in context: DeliveryContext) {
+        switch item {
+        case .change(let change):
+            deliver(change, to: audience, in: context)
+        case .initialValue(let depth, let deliver):
+            context.depth = depth
+            deliver()
+        }
+    }
+
+    @inlinable
+    final func deliver(_ change: PendingChange<Value>, to audience: Audience<Value>, in context: DeliveryContext) {
+        if change.depth > 0 && !admitChainStep(change, in: context) { return }
+        context.depth = change.depth
+        if runsHook && !change.isAnnouncedByHand {
+            let saved = context.containerRunningHook
+            context.containerRunningHook = ObjectIdentifier(self)
+            didModify()
+            context.containerRunningHook = saved
+        }
+        notify(change, subscribers: audience.subscribers, others: audience)
+    }
+
+    /// Whether a handler-triggered change may be delivered, or is the step that closes a cycle.
+    @usableFromInline
+    final func admitChainStep(_ change: PendingChange<Value>, in context: DeliveryContext) -> Bool {
+        let limit = StateDiagnostics.maximumChainDepth
+        if change.depth + 16 > limit { context.noteChainStep(key) }
+        guard change.depth > limit else { return true }
+        var keys: [String] = []
+        for key in context.recentKeys where !keys.contains(key) { keys.append(key) }
+        if !keys.contains(key) { keys.append(key) }
+        StateDiagnostics.report(
+            StateDiagnostic(
+                kind: .cycle,
+                keys: keys,
+                message: "containers kept updating each other: \(change.depth) handler-triggered writes in a row "
+                    + "exceeded StateDiagnostics.maximumChainDepth (\(limit)); version \(change.version) of '\(key)' "
+                    + "was written but not delivered, which ends the cycle"
+            )
+        )
+        return false
+    }
+
+    /// Tells the seed's listeners, each on its own queue, as the article's `MonitoredState` did.
+    ///
+    /// The call continues the chain of the change (`depth`), so listeners that update each
+    /// other's containers are cut off like subscribers that do.
+    @usableFromInline
+    final func notify(_ listeners: ContiguousArray<WeakListener>, depth: Int) {
+        let state = UncheckedSendable(self)
+        let recentKeys = DeliveryContext.current.recentKeys
+        var sawReleased = false
+        for entry in listeners {
+            guard let listener = entry.listener else {
+                sawReleased = true
+                continue
+            }
+            let target = UncheckedSendable(listener)
+            listener.stateListenerQueue.async {
+                DeliveryContext.current.run(atDepth: depth, recentKeys: recentKeys) {
+                    target.value.stateModified(state.value)
+                }
+            }
+        }
+        if sawReleased {
+            lock.withLock {
+                audience.listeners.removeAll { $0.listener == nil }
+                audienceChangedLocked()
+            }
+        }
+    }
+}

@@ -1,0 +1,122 @@
+/// Writing: how a write changes the value and version under the lock and hands the change to the
+/// dispatcher (`State+Dispatch.swift`).
+///
+/// A write updates the value and version under the lock, so a read after it returns sees it.
+/// Functions named `…AndUnlock` are entered with the lock held and return with it released.
+extension State {
+    /// Applies `body` to the value as one change, unless `isUnchanged` says the value already is
+    /// what `body` would make it: assigning an equal value is not a change.
+    ///
+    /// For an observable container, Observation's `willSet` runs between the check and the write,
+    /// outside the lock (its `onChange` may read the container), so the check is made again after
+    /// it; `didSet` follows the write and its delivery.
+    /// - Returns: The validator's refusal, if it refused.
+    @inlinable
+    final func write(
+        unlessAlready isUnchanged: (Value) -> Bool,
+        _ body: (inout Value) -> Void
+    ) -> RejectedWriteError? {
+        lock.lock()
+        if isUnchanged(storedValue) {
+            lock.unlock()
+            return nil
+        }
+        var rejection: RejectedWriteError?
+        guard let observation = observation.unretained else {
+            writeAndUnlock(rejection: &rejection, body)
+            return rejection
+        }
+        lock.unlock()
+        observation._withUnsafeGuaranteedRef { $0.willSet() }
+        defer { observation._withUnsafeGuaranteedRef { $0.didSet() } }
+        lock.lock()
+        if isUnchanged(storedValue) {
+            lock.unlock()
+            return nil
+        }
+        writeAndUnlock(rejection: &rejection, body)
+        return rejection
+    }
+
+    /// Applies `body` to the value as one change, always (see ``State/modify(_:)->_``), between
+    /// Observation's `willSet` and `didSet` for an observable container.
+    @inlinable
+    final func mutate<Result>(
+        rejection: inout RejectedWriteError?,
+        _ body: (inout Value) throws -> Result
+    ) rethrows -> Result {
+        let observation = self.observation.unretained
+        observation?._withUnsafeGuaranteedRef { $0.willSet() }
+        defer { observation?._withUnsafeGuaranteedRef { $0.didSet() } }
+        lock.lock()
+        return try writeAndUnlock(rejection: &rejection, body)
+    }
+
+    /// Applies `body` to the value as one change, validating it first when there is a validator.
+    ///
+    /// A rejected change leaves value and version as they were and sets `rejection`; so does a
+    /// body that throws when there is a validator (its partial changes were made to a copy).
+    /// Without a validator, what a throwing body changed stays and is announced. Inlinable so
+    /// that the common case (no validator) is specialised for the client's `Value`.
+    @inlinable
+    final func writeAndUnlock<Result>(
+        rejection: inout RejectedWriteError?,
+        _ body: (inout Value) throws -> Result
+    ) rethrows -> Result {
+        if validator == nil && !hasAudience {
+            defer {
+                storedVersion &+= 1
+                lock.unlock()
+            }
+            return try body(&storedValue)
+        }
+        if validator != nil {
+            var proposed = storedValue
+            let result: Result
+            do {
+                result = try body(&proposed)
+            } catch {
+                lock.unlock()
+                throw error
+            }
+            rejection = commitValidatedAndUnlock(proposed)
+            return result
+        }
+        let oldValue = wantsChangeRecords ? storedValue : nil
+        let result: Result
+        do {
+            result = try body(&storedValue)
+        } catch {
+            commitAndUnlock(oldValue: oldValue)
+            throw error
+        }
+        commitAndUnlock(oldValue: oldValue)
+        return result
+    }
+
+    /// Stores `proposed` if the validator accepts it.
+    @usableFromInline
+    final func commitValidatedAndUnlock(_ proposed: Value) -> RejectedWriteError? {
+        do {
+            try validator?(storedValue, proposed)
+        } catch {
+            lock.unlock()
+            return RejectedWriteError(key: key, reason: error)
+        }
+        let oldValue = wantsChangeRecords ? storedValue : nil
+        storedValue = proposed
+        commitAndUnlock(oldValue: oldValue)
+        return nil
+    }
+
+    /// Counts the change just made and publishes it.
+    @inlinable
+    final func commitAndUnlock(oldValue: Value?) {
+        storedVersion &+= 1
+        if hasAudience {
+            publishAndUnlock(oldValue: oldValue)
+        } else {
+            lock.unlock()
+        }
+    }
+}

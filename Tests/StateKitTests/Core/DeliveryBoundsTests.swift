@@ -1,0 +1,224 @@
+import Dispatch
+import Foundation
+import Testing
+
+@testable import StateKit
+
+/// Bounded work per writer and bounded memory (DESIGN.md semantics 3, as amended), and the
+/// deadlocks the bounded design had to rule out.
+@Suite struct DeliveryBoundsTests {
+    /// What one run of writers measured.
+    struct Load {
+        var slowestCall: Duration = .zero
+        var peakQueued = 0
+        var calls = 0
+    }
+
+    /// Runs `writers` threads doing `call` for `seconds` while a sampler records the container's
+    /// queue length; returns the slowest call and the longest queue seen.
+    func measure<Value: Sendable>(
+        _ state: State<Value>,
+        writers: Int,
+        seconds: Double,
+        _ call: @escaping @Sendable (Int) -> Void
+    ) -> Load {
+        let result = LockedBox(Load())
+        let stop = Date().addingTimeInterval(seconds)
+        let sampling = DispatchSemaphore(value: 0)
+        let sampler = Thread {
+            while Date() < stop {
+                let queued = state.lock.withLock { state.fields.pointee.delivery.queue.count }
+                result.withLock { $0.peakQueued = max($0.peakQueued, queued) }
+                usleep(200)
+            }
+            sampling.signal()
+        }
+        sampler.start()
+        onThreads(writers) { thread in
+            var slowest = Duration.zero
+            var calls = 0
+            let clock = ContinuousClock()
+            while Date() < stop {
+                let start = clock.now
+                call(thread)
+                slowest = max(slowest, clock.now - start)
+                calls += 1
+            }
+            result.withLock {
+                $0.slowestCall = max($0.slowestCall, slowest)
+                $0.calls += calls
+            }
+        }
+        waitFor(sampling, "the queue sampler")
+        return result.withLock { $0 }
+    }
+
+    @Test func slowestModifyStaysBoundedUnderThreeWritersWithASubscriber() {
+        let state = MonitoredState(0, key: uniqueKey())
+        let seen = Collector<Int>()
+        let subscription = state.subscribe { if $0 % 1_000 == 0 { seen.append($0) } }
+        let load = measure(state, writers: 3, seconds: 1) { _ in state.modify { $0 += 1 } }
+        waitUntilDelivered(state)
+        print(
+            "3 writers x 1 s, empty handler: \(load.calls) modify calls, slowest \(load.slowestCall), "
+                + "peak queue \(load.peakQueued)")
+        #expect(load.slowestCall < .milliseconds(250))
+        #expect(load.peakQueued <= DeliveryStateMachine<Int>.pendingLimit + 3)
+        #expect(state.value == load.calls)
+        subscription.cancel()
+    }
+
+    @Test func handlersSlowerThanWritersHoldTheQueueAtItsBoundWithoutLosingAChange() {
+        let state = MonitoredState([UInt8](repeating: 0, count: 8_192), key: uniqueKey())
+        let versions = Collector<UInt64>()
+        let subscription = state.subscribeChanges { change in
+            versions.append(change.version)
+            usleep(20)
+        }
+        let load = measure(state, writers: 3, seconds: 1) { _ in state.modify { $0[0] &+= 1 } }
+        waitUntilDelivered(state)
+        let peakBytes = load.peakQueued * 8_192
+        print(
+            "3 writers x 1 s, 8 KB values, 20 µs handler: \(load.calls) calls, slowest \(load.slowestCall), "
+                + "peak queue \(load.peakQueued) (\(peakBytes / 1_024) KB of values)")
+        #expect(load.slowestCall < .milliseconds(250))
+        #expect(load.peakQueued <= DeliveryStateMachine<[UInt8]>.pendingLimit + 3)
+        #expect(versions.all == Array(1...UInt64(load.calls)))
+        subscription.cancel()
+    }
+
+    @Test func slowestSubscribeStaysBoundedUnderTwoWriters() {
+        let state = MonitoredState(0, key: uniqueKey())
+        let subscription = state.subscribe { _ in }
+        let load = measure(state, writers: 3, seconds: 1) { thread in
+            if thread == 2 {
+                state.subscribe { _ in }.cancel()
+            } else {
+                state.modify { $0 += 1 }
+            }
+        }
+        waitUntilDelivered(state)
+        print("2 writers + 1 subscriber x 1 s: slowest call \(load.slowestCall), peak queue \(load.peakQueued)")
+        #expect(load.slowestCall < .milliseconds(250))
+        #expect(load.peakQueued <= DeliveryStateMachine<Int>.pendingLimit + 3)
+        subscription.cancel()
+    }
+
+    @Test func writerReturnsWithoutDeliveringChangesQueuedAfterItsOwn() {
+        let state = MonitoredState(0, key: uniqueKey())
+        let entered = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let deliveries = Collector<(value: Int, thread: pthread_t)>()
+        let subscription = state.subscribe { value in
+            deliveries.append((value, pthread_self()))
+            if value == 1 {
+                entered.signal()
+                release.wait()
+            }
+        }
+        let writerReturned = DispatchSemaphore(value: 0)
+        let writerMayExit = DispatchSemaphore(value: 0)
+        let firstWriter = LockedBox<pthread_t?>(nil)
+        Thread {
+            firstWriter.withLock { $0 = pthread_self() }
+            state.modify(1)
+            writerReturned.signal()
+            writerMayExit.wait()  // alive until the end, so no later thread reuses its pthread_t
+        }.start()
+        waitFor(entered, "the first delivery")
+        for value in 2...5 { state.modify(value) }
+        release.signal()
+        waitFor(writerReturned, "the first writer")
+        waitUntilDelivered(state)
+        let writer = firstWriter.withLock { $0 }!
+        let calls = deliveries.all
+        #expect(calls.map(\.value) == [0, 1, 2, 3, 4, 5])
+        #expect(pthread_equal(calls[1].thread, writer) != 0)
+        #expect(calls[2...].allSatisfy { pthread_equal($0.thread, writer) == 0 })
+        writerMayExit.signal()
+        subscription.cancel()
+    }
+
+    @Test func writersOnTheGlobalQueueWaitingAtTheLimitDoNotStarveTheDeliverer() {
+        let state = MonitoredState(0, key: uniqueKey())
+        let subscription = state.subscribe { _ in usleep(50) }
+        let group = DispatchGroup()
+        for _ in 0..<(2 * ProcessInfo.processInfo.activeProcessorCount) {
+            DispatchQueue.global().async(group: group) {
+                for _ in 0..<1_500 { state.modify { $0 += 1 } }
+            }
+        }
+        #expect(group.wait(timeout: .now() + 60) == .success)
+        waitUntilDelivered(state)
+        #expect(state.value == 3_000 * ProcessInfo.processInfo.activeProcessorCount)
+        subscription.cancel()
+    }
+
+    struct Pair: Equatable, Sendable {
+        var own = 0
+        var fromOther = 0
+    }
+
+    @Test func handlersWritingBackToEachOthersContainerUnderTwoDeliverersFinish() {
+        let a = MonitoredState(Pair(), key: uniqueKey("a"))
+        let b = MonitoredState(Pair(), key: uniqueKey("b"))
+        let aToB = a.own.subscribe { value in if value > 0 { b.fromOther.modify { $0 += 1 } } }
+        let bToA = b.own.subscribe { value in if value > 0 { a.fromOther.modify { $0 += 1 } } }
+        let finished = DispatchSemaphore(value: 0)
+        for container in [a, b] {
+            Thread {
+                for _ in 0..<2_000 { container.own.modify { $0 += 1 } }
+                finished.signal()
+            }.start()
+        }
+        waitFor(finished, "the writer of a", seconds: 60)
+        waitFor(finished, "the writer of b", seconds: 60)
+        waitUntilDelivered(a)
+        waitUntilDelivered(b)
+        waitUntilDelivered(a)
+        #expect(a.value == Pair(own: 2_000, fromOther: 2_000))
+        #expect(b.value == Pair(own: 2_000, fromOther: 2_000))
+        aToB.cancel()
+        bToA.cancel()
+    }
+
+    @Test func handlerWaitingOnTheMainQueueWhileTheMainThreadWritesDoesNotDeadlock() async {
+        let state = MonitoredState(0, key: uniqueKey())
+        let waitedOnMain = Collector<Int>()
+        let handlerRunning = DispatchSemaphore(value: 0)
+        let subscription = state.subscribe { value in
+            if value == 1 {
+                handlerRunning.signal()
+                DispatchQueue.main.sync { waitedOnMain.append(value) }
+            }
+        }
+        let mainWrites = DispatchSemaphore(value: 0)
+        DispatchQueue.main.async {
+            handlerRunning.wait()
+            for _ in 0..<500 { state.modify { $0 += 1 } }
+            mainWrites.signal()
+        }
+        Thread { state.modify(1) }.start()
+        await Task.detached {
+            waitFor(mainWrites, "the main thread's writes", seconds: 60)
+            waitUntilDelivered(state)
+        }.value
+        #expect(waitedOnMain.all == [1])
+        #expect(state.value == 501)
+        subscription.cancel()
+    }
+}
+
+/// A value behind a lock, for test bookkeeping.
+final class LockedBox<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+
+    init(_ value: Value) {
+        self.value = value
+    }
+
+    func withLock<Result>(_ body: (inout Value) -> Result) -> Result {
+        lock.withLock { body(&value) }
+    }
+}

@@ -1,0 +1,109 @@
+import Dispatch
+import Foundation
+import Testing
+
+@testable import StateKit
+
+/// Lifetimes end visibly: subscriptions, async sequences and listeners (issue: the dispatcher as
+/// a state machine, point 4), and listener cycles are cut like subscriber cycles.
+@Suite struct LifetimeTests {
+    @Test func subscriptionOfAReleasedContainerIsNotActive() {
+        var state: MonitoredState<Int>? = MonitoredState(0, key: uniqueKey())
+        let subscription = state!.subscribe { _ in }
+        let projected = state!.observe(\.self).subscribe { _ in }
+        #expect(subscription.isActive)
+        #expect(projected.isActive)
+        state = nil
+        #expect(!subscription.isActive)
+        #expect(!projected.isActive)
+    }
+
+    @Test func cancelledSubscriptionIsNotActiveWhileItsContainerLives() {
+        let state = MonitoredState(0, key: uniqueKey())
+        let subscription = state.subscribe { _ in }
+        subscription.cancel()
+        #expect(!subscription.isActive)
+        #expect(state.value == 0)
+    }
+
+    @Test func valuesIterationFinishesWhenItsContainerIsReleased() async {
+        var state: MonitoredState<Int>? = MonitoredState(0, key: uniqueKey())
+        let values = state!.values(buffering: .unbounded)
+        let changes = state!.changes
+        let seenValues = Task { await values.reduce(into: [Int]()) { $0.append($1) } }
+        let seenVersions = Task { await changes.reduce(into: [UInt64]()) { $0.append($1.version) } }
+        while state!.subscriberCount < 2 { await Task.yield() }  // both iterations have subscribed
+        state!.modify(1)
+        state!.modify(2)
+        state = nil
+        #expect(await seenValues.value.last == 2)
+        #expect(await seenVersions.value == [1, 2])
+    }
+
+    @Test func valuesOfAContainerAlreadyGoneFinishAtOnce() async {
+        var state: MonitoredState<Int>? = MonitoredState(0, key: uniqueKey())
+        let values = state!.values
+        state = nil
+        var count = 0
+        for await _ in values { count += 1 }
+        #expect(count == 0)
+    }
+
+    @Test func detachedListenerIsNotToldOfLaterChanges() {
+        let state = MonitoredState(0, key: uniqueKey())
+        let listener = QueueListener()
+        state.attach(listener: listener)
+        state.modify(1)
+        waitFor(listener.called, "the listener")
+        state.detach(listener: listener)
+        #expect(state.allListeners.isEmpty)
+        state.modify(2)
+        listener.stateListenerQueue.sync {}
+        #expect(listener.calls.all == [state.key])
+    }
+
+    /// Copies its container's value, plus one, into another container, as the seed's listeners do.
+    final class ForwardingListener: StateListener, @unchecked Sendable {
+        let stateListenerQueue = DispatchQueue(label: "forwarding listener")
+        let target: MonitoredState<Int>
+
+        init(target: MonitoredState<Int>) {
+            self.target = target
+        }
+
+        func stateModified<T>(_ state: State<T>) {
+            guard let value = state.value as? Int, value > 0 else { return }
+            target.modify(value + 1)
+        }
+    }
+
+    @Test func listenersUpdatingEachOthersContainersAreStoppedWithDiagnosticNamingBoth() async throws {
+        DiagnosticsRecorder.start()
+        let ping = MonitoredState(0, key: uniqueKey("ping"))
+        let pong = MonitoredState(0, key: uniqueKey("pong"))
+        let toPong = ForwardingListener(target: pong)
+        let toPing = ForwardingListener(target: ping)
+        ping.attach(listener: toPong)
+        pong.attach(listener: toPing)
+        ping.modify(1)
+        let deadline = ContinuousClock.now + .seconds(120)
+        while DiagnosticsRecorder.diagnostics(involving: ping.key).isEmpty && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let reports = DiagnosticsRecorder.diagnostics(involving: ping.key)
+        #expect(reports.count == 1)
+        #expect(reports.first?.kind == .cycle)
+        #expect(reports.first?.keys.contains(pong.key) == true)
+        #expect(ping.value + pong.value > StateDiagnostics.maximumChainDepth)
+        toPong.stateListenerQueue.sync {}
+        toPing.stateListenerQueue.sync {}
+        let settled = ping.version + pong.version
+        try await Task.sleep(for: .milliseconds(100))
+        toPong.stateListenerQueue.sync {}
+        toPing.stateListenerQueue.sync {}
+        #expect(ping.version + pong.version == settled)
+        ping.detach(listener: toPong)
+        ping.modify(-1)
+        #expect(ping.value == -1)
+    }
+}
