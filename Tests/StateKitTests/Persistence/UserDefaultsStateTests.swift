@@ -131,6 +131,7 @@ struct TemporaryDefaults {
         DispatchQueue.concurrentPerform(iterations: 4) { _ in
             for _ in 0..<500 { counter.modify { $0 += 1 } }
         }
+        waitUntilDelivered(counter)
         #expect(counter.value == 2_000)
         #expect(suite.defaults.integer(forKey: "counter") == 2_000)
     }
