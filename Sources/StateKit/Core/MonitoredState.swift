@@ -11,8 +11,10 @@ import Dispatch
 ///
 /// ## Where and when handlers run
 /// A synchronous subscriber runs on a thread that writes: the writer's own, or, when another
-/// thread is already delivering this container, that thread (so a write may return before its
-/// handlers ran). Each subscriber sees changes in ``State/version`` order, never an older value
+/// thread is already delivering this container, that thread or the container's overflow
+/// deliverer (so a write may return before its handlers ran). A write delivers at most its own
+/// change and what its handlers write, and waits only when over 1,024 deliveries are queued (see
+/// <doc:DeliverySemantics>). Each subscriber sees changes in ``State/version`` order, never an older value
 /// after a newer one, and once writes stop, the last value it saw is the current value. Handlers
 /// run outside the container's lock: they may read it and write to it or to other containers;
 /// such a write is delivered after the current delivery finishes. Use
