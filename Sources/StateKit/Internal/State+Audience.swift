@@ -64,12 +64,27 @@ extension State: SubscriberOwner {
             audience.subscribers.remove(at: index)
         }
         audienceChangedLocked()
+        checkInvariantsLocked()
     }
 
     /// Recomputes the fast-path flags after the audience changed. Called with the lock held.
     final func audienceChangedLocked() {
         hasAudience = runsHook || !audience.isEmpty
         wantsChangeRecords = audience.changeSubscriberCount > 0
+    }
+
+    /// Checks, in debug builds, that the delivery claim matches the queue and that the fast-path
+    /// flags match the audience. Called with the lock held.
+    final func checkInvariantsLocked() {
+        #if DEBUG
+        fields.pointee.delivery.checkInvariants()
+        precondition(hasAudience == (runsHook || !audience.isEmpty), "'\(key)': hasAudience is stale")
+        precondition(
+            wantsChangeRecords == (audience.changeSubscriberCount > 0), "'\(key)': wantsChangeRecords is stale")
+        precondition(
+            audience.changeSubscriberCount == audience.subscribers.count { $0.wantsChanges },
+            "'\(key)': change subscribers miscounted")
+        #endif
     }
 
     /// Tells every live subscription that the container is going away. Called from `deinit`, when

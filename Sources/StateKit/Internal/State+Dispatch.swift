@@ -154,7 +154,7 @@ extension State: PendingDelivery {
     final func deliverNextQueued(in context: DeliveryContext, isOverflow: Bool) -> Bool {
         lock.lock()
         let next = fields.pointee.delivery.next(for: context.id, isOverflow: isOverflow)
-        fields.pointee.delivery.checkInvariants()
+        checkInvariantsLocked()
         switch next {
         case .retry:
             lock.unlock()
