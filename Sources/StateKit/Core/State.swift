@@ -33,6 +33,9 @@ open class State<Value> {
     /// exclusivity at run time (the lock already makes them exclusive); see ``ContainerFields``.
     @usableFromInline
     let fields: UnsafeMutablePointer<ContainerFields<Value>>
+    /// Whether a thread delivers this container's changes; ``DeliveryStateMachine`` decides.
+    @usableFromInline
+    let deliveryClaim = DeliveryClaim()
     /// `==` when `Value` is `Equatable`: assigning an equal value is then not a change.
     @usableFromInline
     let isEqual: ((Value, Value) -> Bool)?

@@ -3,14 +3,14 @@
 /// They live behind an `UnsafeMutablePointer` rather than as class stored properties: Swift checks
 /// every access to a class's stored `var` for exclusivity at run time, which cost more than the
 /// lock itself on the write path. The lock already makes each access exclusive. (The delivery
-/// claim inside ``delivery`` is an atomic, read without the lock by a deliverer letting go.)
+/// claim, which a deliverer releases without the lock, is not here but in the container object.)
 ///
 /// `value` comes last: every field before it has a size that does not depend on `Value`, so its
 /// offset is fixed, and code that is not specialised for `Value` (subscribing, cancelling,
 /// queueing) reaches it without looking up the struct's generic metadata (measured: ~300
 /// instructions a lookup, ~20 lookups per subscribe and cancel).
 @usableFromInline
-struct ContainerFields<Value>: ~Copyable {
+struct ContainerFields<Value> {
     @usableFromInline
     var version: UInt64 = 0
     /// Whether a change has anyone to tell (subscribers, projections, listeners or a hook); kept
@@ -47,7 +47,7 @@ struct ContainerFields<Value>: ~Copyable {
     }
 }
 
-extension UnsafeMutablePointer where Pointee: ~Copyable {
+extension UnsafeMutablePointer {
     /// A new container's fields, holding `value`.
     static func makeFields<Value>(_ value: Value) -> Self where Pointee == ContainerFields<Value> {
         let fields = allocate(capacity: 1)

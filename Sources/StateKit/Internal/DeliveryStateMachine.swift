@@ -3,12 +3,13 @@ import Synchronization
 
 /// Who delivers a container's changes, what waits for delivery, and who goes next.
 ///
-/// One thread at a time delivers a container (it holds the *claim*). Every event below happens
-/// under the container's lock except ``finishUnlessQueued()``, which a deliverer with nothing
-/// queued uses to let go with one compare-exchange instead of taking the lock again on every
-/// delivered write. Events return what the caller must do; the caller does it after unlocking.
+/// One thread at a time delivers a container (it holds the ``DeliveryClaim``). Every event below
+/// happens under the container's lock except ``DeliveryClaim/finishUnlessQueued()``, which a
+/// deliverer with nothing queued uses to let go with one compare-exchange instead of taking the
+/// lock again on every delivered write. Events return what the caller must do; the caller does it
+/// after unlocking.
 ///
-/// States (the claim is an atomic so that ``finishUnlessQueued()`` can read it without the lock):
+/// States (the claim is an atomic so that it can be released without the lock):
 ///
 /// | state      | claim               | queue     |
 /// | ---------- | ------------------- | --------- |
@@ -20,16 +21,16 @@ import Synchronization
 ///
 /// | state      | event                                        | next       | action                                   |
 /// | ---------- | -------------------------------------------- | ---------- | ---------------------------------------- |
-/// | idle       | ``beginDelivery()`` (a write outside handlers)| delivering | deliver it now, on the writer's thread   |
-/// | idle       | ``schedule(_:from:isInsideHandler:)``, outside| delivering | ``Scheduling/deliverNow``                |
-/// | idle (let go meanwhile) | ``schedule(_:from:isInsideHandler:)`` | backlogged | ``Scheduling/deliverQueue`` or ``Scheduling/deliverAfterCurrentDelivery`` |
-/// | idle       | ``schedule(_:from:isInsideHandler:)``, inside | backlogged | ``Scheduling/deliverAfterCurrentDelivery`` |
-/// | delivering | ``schedule(_:from:isInsideHandler:)``         | backlogged | ``Scheduling/queued`` or ``Scheduling/queuedAtLimit`` |
-/// | backlogged | ``schedule(_:from:isInsideHandler:)``         | backlogged | ``Scheduling/queued`` or ``Scheduling/queuedAtLimit`` |
-/// | delivering | ``finishUnlessQueued()``                      | idle       | none (no lock taken)                     |
-/// | backlogged | ``next(for:isOverflow:)``, head is the caller's | delivering or backlogged | ``Next/deliver(_:wakingWriters:)`` |
-/// | backlogged | ``next(for:isOverflow:)``, head is another's  | backlogged | ``Next/handOff(_:)``: the overflow deliverer takes over |
-/// | backlogged | ``next(for:isOverflow:)`` by the overflow deliverer | delivering or backlogged | ``Next/deliver(_:wakingWriters:)`` |
+/// | idle       | ``DeliveryClaim/take(withQueue:)`` (the fast path of a write outside handlers) | delivering | deliver it now, on the writer's thread |
+/// | idle       | ``schedule(_:from:isInsideHandler:claim:)``, outside| delivering | ``Scheduling/deliverNow``                |
+/// | idle (let go meanwhile) | ``schedule(_:from:isInsideHandler:claim:)`` | backlogged | ``Scheduling/deliverQueue`` or ``Scheduling/deliverAfterCurrentDelivery`` |
+/// | idle       | ``schedule(_:from:isInsideHandler:claim:)``, inside | backlogged | ``Scheduling/deliverAfterCurrentDelivery`` |
+/// | delivering | ``schedule(_:from:isInsideHandler:claim:)``         | backlogged | ``Scheduling/queued`` or ``Scheduling/queuedAtLimit`` |
+/// | backlogged | ``schedule(_:from:isInsideHandler:claim:)``         | backlogged | ``Scheduling/queued`` or ``Scheduling/queuedAtLimit`` |
+/// | delivering | ``DeliveryClaim/finishUnlessQueued()``        | idle       | none (no lock taken)                     |
+/// | backlogged | ``next(for:isOverflow:claim:)``, head is the caller's | delivering or backlogged | ``Next/deliver(_:wakingWriters:)`` |
+/// | backlogged | ``next(for:isOverflow:claim:)``, head is another's  | backlogged | ``Next/handOff(_:)``: the overflow deliverer takes over |
+/// | backlogged | ``next(for:isOverflow:claim:)`` by the overflow deliverer | delivering or backlogged | ``Next/deliver(_:wakingWriters:)`` |
 ///
 /// The rules this encodes (see the "Delivery semantics" article):
 /// - A writer delivers its own change and the chain its own handlers write, never changes other
@@ -48,7 +49,7 @@ import Synchronization
 /// blocks on another thread (`DispatchQueue.main.sync`) while that thread writes the same
 /// container deadlocks only when the queue is already at its limit; below it the writer returns.
 @usableFromInline
-struct DeliveryStateMachine<Value>: ~Copyable {
+struct DeliveryStateMachine<Value> {
     /// How many queued deliveries make a writer outside a handler wait. 8 KB values keep the
     /// backlog of one container under 9 MB.
     @usableFromInline
@@ -59,16 +60,6 @@ struct DeliveryStateMachine<Value>: ~Copyable {
     /// limit itself).
     static var resumeLimit: Int { pendingLimit / 2 }
 
-    @usableFromInline
-    static var free: UInt8 { 0 }
-    @usableFromInline
-    static var claimed: UInt8 { 1 }
-    @usableFromInline
-    static var claimedWithQueue: UInt8 { 2 }
-
-    /// The claim, readable without the lock; see the table above.
-    @usableFromInline
-    let claim = Atomic<UInt8>(0)
     /// What waits for the deliverer, in version order.
     @usableFromInline
     var queue = FIFOQueue<QueuedDelivery<Value>>()
@@ -112,60 +103,34 @@ struct DeliveryStateMachine<Value>: ~Copyable {
         case handOff(DispatchQueue)
     }
 
-    /// Whether a thread delivers the container. Call it with the lock held.
-    @inlinable
-    var isIdle: Bool {
-        claim.load(ordering: .acquiring) == Self.free
-    }
-
-    /// Idle → delivering: the caller delivers its own change now. Call it with the lock held,
-    /// after ``isIdle`` was true.
-    @inlinable
-    func beginDelivery() {
-        claim.store(Self.claimed, ordering: .releasing)
-    }
-
     /// Queues `item`, made by the thread `origin`, or makes that thread the deliverer.
     /// Call it with the lock held.
     @inlinable
     mutating func schedule(
         _ item: PendingItem<Value>,
         from origin: DeliveryContext.ID,
-        isInsideHandler: Bool
+        isInsideHandler: Bool,
+        claim: borrowing DeliveryClaim
     ) -> Scheduling {
-        if isIdle {
+        if claim.isFree {
             if !isInsideHandler {
-                beginDelivery()
+                claim.take()
                 return .deliverNow
             }
             queue.append(QueuedDelivery(origin: origin, item: item))
-            claim.store(Self.claimedWithQueue, ordering: .releasing)
+            claim.take(withQueue: true)
             return .deliverAfterCurrentDelivery
         }
         queue.append(QueuedDelivery(origin: origin, item: item))
-        let (exchanged, original) = claim.compareExchange(
-            expected: Self.claimed,
-            desired: Self.claimedWithQueue,
-            ordering: .acquiringAndReleasing
-        )
-        if !exchanged && original == Self.free {
+        if !claim.markQueued() {
             // The deliverer let go between our look and our queueing: the queue is ours alone.
-            claim.store(Self.claimedWithQueue, ordering: .releasing)
+            claim.take(withQueue: true)
             return isInsideHandler ? .deliverAfterCurrentDelivery : .deliverQueue
         }
         guard !isInsideHandler && queue.count > Self.pendingLimit else { return .queued }
         let semaphore = DispatchSemaphore(value: 0)
         waitingWriters.append(semaphore)
         return .queuedAtLimit(semaphore)
-    }
-
-    /// Delivering → idle, unless something was queued. Called by the deliverer without the lock.
-    ///
-    /// - Returns: `false` if items are queued: the caller still holds the claim and must call
-    ///   ``next(for:isOverflow:)``.
-    @inlinable
-    func finishUnlessQueued() -> Bool {
-        claim.compareExchange(expected: Self.claimed, desired: Self.free, ordering: .acquiringAndReleasing).exchanged
     }
 
     /// The deliverer's next step after ``finishUnlessQueued()`` found items queued. Call it with
@@ -175,10 +140,11 @@ struct DeliveryStateMachine<Value>: ~Copyable {
     ///   - origin: The delivering thread. It delivers items it made itself (its handlers' writes,
     ///     its first calls), and hands the rest to the overflow deliverer.
     ///   - isOverflow: Whether the caller is the overflow deliverer, which delivers every item.
+    ///   - claim: The container's claim, which the caller holds.
     @usableFromInline
-    mutating func next(for origin: DeliveryContext.ID, isOverflow: Bool) -> Next {
+    mutating func next(for origin: DeliveryContext.ID, isOverflow: Bool, claim: borrowing DeliveryClaim) -> Next {
         guard let head = queue.first else {
-            claim.store(Self.claimed, ordering: .releasing)
+            claim.take()
             return .retry
         }
         guard isOverflow || head.origin == origin else {
@@ -186,7 +152,7 @@ struct DeliveryStateMachine<Value>: ~Copyable {
             return .handOff(overflowQueue!)
         }
         _ = queue.popFirst()
-        if queue.isEmpty { claim.store(Self.claimed, ordering: .releasing) }
+        if queue.isEmpty { claim.take() }
         var woken: [DispatchSemaphore] = []
         if !waitingWriters.isEmpty && queue.count <= Self.resumeLimit {
             swap(&woken, &waitingWriters)
@@ -196,14 +162,71 @@ struct DeliveryStateMachine<Value>: ~Copyable {
 
     /// Checks that the claim matches the queue (debug builds only). Call it with the lock held.
     @inlinable
-    func checkInvariants() {
+    func checkInvariants(claim: borrowing DeliveryClaim) {
         #if DEBUG
-        let state = claim.load(ordering: .acquiring)
+        let state = claim.state.load(ordering: .acquiring)
         precondition(
-            (state == Self.claimedWithQueue) == !queue.isEmpty,
+            (state == DeliveryClaim.claimedWithQueue) == !queue.isEmpty,
             "delivery claim \(state) does not match a queue of \(queue.count)")
-        precondition(waitingWriters.isEmpty || state == Self.claimedWithQueue, "writers wait on an idle container")
+        precondition(
+            waitingWriters.isEmpty || state == DeliveryClaim.claimedWithQueue, "writers wait on an idle container")
         #endif
+    }
+}
+
+/// The delivery claim: whether a thread delivers the container, and whether deliveries are queued.
+///
+/// Its transitions are ``DeliveryStateMachine``'s, made under the container's lock, except
+/// ``finishUnlessQueued()``, which a deliverer with nothing queued uses without the lock. It lives
+/// in the container object beside the state machine rather than inside it: the machine's events
+/// are mutations of its value, and ThreadSanitizer would count each as a write of the claim's
+/// bytes, racing with the lock-free `finishUnlessQueued()`.
+@usableFromInline
+struct DeliveryClaim: ~Copyable {
+    @usableFromInline
+    static var free: UInt8 { 0 }
+    @usableFromInline
+    static var claimed: UInt8 { 1 }
+    @usableFromInline
+    static var claimedWithQueue: UInt8 { 2 }
+
+    @usableFromInline
+    let state = Atomic<UInt8>(0)
+
+    init() {}
+
+    /// Whether nobody delivers the container (the machine is idle). Call it with the lock held.
+    @inlinable
+    var isFree: Bool {
+        state.load(ordering: .acquiring) == Self.free
+    }
+
+    /// Makes the caller the deliverer, or records that the queue emptied. Call it with the lock held.
+    @inlinable
+    func take(withQueue: Bool = false) {
+        state.store(withQueue ? Self.claimedWithQueue : Self.claimed, ordering: .releasing)
+    }
+
+    /// Records that an item was queued for the deliverer. Call it with the lock held.
+    ///
+    /// - Returns: `false` if the deliverer let go meanwhile (the claim is free).
+    @usableFromInline
+    func markQueued() -> Bool {
+        let (exchanged, original) = state.compareExchange(
+            expected: Self.claimed,
+            desired: Self.claimedWithQueue,
+            ordering: .acquiringAndReleasing
+        )
+        return exchanged || original != Self.free
+    }
+
+    /// Delivering → idle, unless something was queued. Called by the deliverer without the lock.
+    ///
+    /// - Returns: `false` if items are queued: the caller still holds the claim and must ask the
+    ///   state machine what is next.
+    @inlinable
+    func finishUnlessQueued() -> Bool {
+        state.compareExchange(expected: Self.claimed, desired: Self.free, ordering: .acquiringAndReleasing).exchanged
     }
 }
 

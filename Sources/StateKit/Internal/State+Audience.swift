@@ -77,7 +77,7 @@ extension State: SubscriberOwner {
     /// flags match the audience. Called with the lock held.
     final func checkInvariantsLocked() {
         #if DEBUG
-        fields.pointee.delivery.checkInvariants()
+        fields.pointee.delivery.checkInvariants(claim: deliveryClaim)
         precondition(hasAudience == (runsHook || !audience.isEmpty), "'\(key)': hasAudience is stale")
         precondition(
             wantsChangeRecords == (audience.changeSubscriberCount > 0), "'\(key)': wantsChangeRecords is stale")

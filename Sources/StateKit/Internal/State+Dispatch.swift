@@ -24,11 +24,11 @@ extension State: PendingDelivery {
     @inlinable
     final func publishAndUnlock(oldValue: Value?, announcedByHand: Bool = false) {
         let context = DeliveryContext.current
-        guard fields.pointee.delivery.isIdle && !context.isDelivering && !runsHook && writeObserver == nil else {
+        guard deliveryClaim.isFree && !context.isDelivering && !runsHook && writeObserver == nil else {
             scheduleChangeAndUnlock(oldValue: oldValue, announcedByHand: announcedByHand, in: context)
             return
         }
-        fields.pointee.delivery.beginDelivery()
+        deliveryClaim.take()
         let change = PendingChange(
             oldValue: oldValue,
             newValue: storedValue,
@@ -44,7 +44,7 @@ extension State: PendingDelivery {
         lock.unlock()
         context.beginOutermost()
         notify(change, subscribers: subscribers, others: others)
-        if !fields.pointee.delivery.finishUnlessQueued() {
+        if !deliveryClaim.finishUnlessQueued() {
             deliverQueued(in: context)
         }
         context.endOutermost()
@@ -110,8 +110,9 @@ extension State: PendingDelivery {
     /// ``DeliveryStateMachine/Scheduling``.
     @inlinable
     final func scheduleAndUnlock(_ item: PendingItem<Value>, in context: DeliveryContext) {
-        let scheduling = fields.pointee.delivery.schedule(item, from: context.id, isInsideHandler: context.isDelivering)
-        fields.pointee.delivery.checkInvariants()
+        let scheduling = fields.pointee.delivery.schedule(
+            item, from: context.id, isInsideHandler: context.isDelivering, claim: deliveryClaim)
+        fields.pointee.delivery.checkInvariants(claim: deliveryClaim)
         switch scheduling {
         case .deliverNow:
             let audience = self.audience
@@ -142,7 +143,7 @@ extension State: PendingDelivery {
     /// With nothing queued this is one compare-exchange: no lock, no look at the queue.
     @inlinable
     func deliverQueued(in context: DeliveryContext) {
-        while !fields.pointee.delivery.finishUnlessQueued() {
+        while !deliveryClaim.finishUnlessQueued() {
             guard deliverNextQueued(in: context, isOverflow: false) else { return }
         }
     }
@@ -153,7 +154,7 @@ extension State: PendingDelivery {
     @usableFromInline
     final func deliverNextQueued(in context: DeliveryContext, isOverflow: Bool) -> Bool {
         lock.lock()
-        let next = fields.pointee.delivery.next(for: context.id, isOverflow: isOverflow)
+        let next = fields.pointee.delivery.next(for: context.id, isOverflow: isOverflow, claim: deliveryClaim)
         checkInvariantsLocked()
         switch next {
         case .retry:
@@ -178,7 +179,7 @@ extension State: PendingDelivery {
         queue.async {
             let context = DeliveryContext.current
             context.run(atDepth: 0, recentKeys: []) {
-                while !container.value.fields.pointee.delivery.finishUnlessQueued() {
+                while !container.value.deliveryClaim.finishUnlessQueued() {
                     _ = container.value.deliverNextQueued(in: context, isOverflow: true)
                 }
             }
