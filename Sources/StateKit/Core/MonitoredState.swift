@@ -151,6 +151,10 @@ open class MonitoredState<Value>: State<Value> {
     }
 
     /// A projection of the part at `path`, told only when that part changes.
+    ///
+    /// > Warning: A path with an index (`\.items[0]`) traps, as `Array`'s subscript does, when a
+    /// > write removes that index: on the writing thread, inside the write. Project elements of a
+    /// > collection of `Identifiable` values by identity instead: `state.items[id: id]`.
     public func observe<Part: Equatable>(_ path: KeyPath<Value, Part>) -> Observed<Part> {
         Observed(KeyPathProjection(root: self, path: path))
     }
