@@ -161,7 +161,7 @@ final class QueueListener: StateListener, @unchecked Sendable {
         watcher.cancel()
     }
 
-    @Test func writerNeverWaitsForAnotherThreadsHandlersAndLateSubscriberIsQueued() {
+    @Test func writerReturnsWhileAnotherThreadDeliversAndLateSubscriberIsQueued() {
         let state = MonitoredState(0, key: uniqueKey())
         let entered = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
@@ -181,13 +181,16 @@ final class QueueListener: StateListener, @unchecked Sendable {
         #expect(state.value == 2)
         #expect(seen.all == [0, 1])
         let late = Collector<Int>()
-        let lateSubscription = state.subscribe { late.append($0) }
+        let lateArrived = DispatchSemaphore(value: 0)
+        let lateSubscription = state.subscribe { value in
+            late.append(value)
+            lateArrived.signal()
+        }
         #expect(late.all.isEmpty)
         release.signal()
         waitFor(sawTwo, "the queued change")
+        waitFor(lateArrived, "the late subscriber's first call")
         #expect(seen.all == [0, 1, 2])
-        let deadline = Date().addingTimeInterval(300)
-        while late.all.isEmpty && Date() < deadline { usleep(1_000) }
         #expect(late.all == [2])
         blocking.cancel()
         lateSubscription.cancel()
@@ -297,11 +300,11 @@ final class QueueListener: StateListener, @unchecked Sendable {
             let state = MonitoredState(0, key: uniqueKey())
             weakState = state
             state.subscribe { [weak state] value in _ = state?.value }.store(in: &subscriptions)
-            _ = state.observe(\.description).subscribe { _ in }
+            state.observe(\.description).subscribe { _ in }.store(in: &subscriptions)
             state.modify(1)
         }
         #expect(weakState == nil)
-        #expect(subscriptions.count == 1)
+        #expect(subscriptions.count == 2)
     }
 
     @Test func subscriptionsAreHashableTokens() {
@@ -317,6 +320,7 @@ final class QueueListener: StateListener, @unchecked Sendable {
     @Test func valuesSequenceStartsWithCurrentValueAndEndsWhenCancelled() async {
         let state = MonitoredState(0, key: uniqueKey())
         let ready = DispatchSemaphore(value: 0)
+        let finished = DispatchSemaphore(value: 0)
         let consumer = Task {
             var seen: [Int] = []
             for await value in state.values(buffering: .unbounded) {
@@ -324,6 +328,7 @@ final class QueueListener: StateListener, @unchecked Sendable {
                 if value == 0 { ready.signal() }
                 if value == 3 { break }
             }
+            finished.signal()
             return seen
         }
         await withCheckedContinuation { continuation in
@@ -333,12 +338,14 @@ final class QueueListener: StateListener, @unchecked Sendable {
             }
         }
         for value in 1...3 { state.modify(value) }
+        await Task.detached { waitFor(finished, "the consumer to see 3", seconds: 10) }.value
         #expect(await consumer.value == [0, 1, 2, 3])
+        let ended = DispatchSemaphore(value: 0)
         let cancelled = Task {
             for await _ in state.values {}
-            return true
+            ended.signal()
         }
         cancelled.cancel()
-        #expect(await cancelled.value)
+        await Task.detached { waitFor(ended, "the cancelled iteration to end", seconds: 10) }.value
     }
 }
