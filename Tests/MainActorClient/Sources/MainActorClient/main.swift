@@ -29,6 +29,17 @@ final class ProfileModel {
     }
 }
 
+/// A row of a list, projected by identity.
+nonisolated struct Row: Identifiable, Equatable, Sendable {
+    var id: Int
+    var title: String
+}
+
+/// A seed-style listener, main-actor isolated like the rest of the module.
+final class TitleListener: StateListener {
+    nonisolated func stateModified<T>(_ state: State<T>) { print("listener: \(state.key)") }
+}
+
 /// A sink of the app's own, as `SyncedState` takes them.
 struct PrintSink: StateSink {
     func send(_ changes: [StateChange<Profile>]) async throws {
@@ -115,6 +126,15 @@ let settings = SettingsModel()
 settings.theme = "dark"
 settings.score += 1
 settings.$score ~> 10
+let rows = MonitoredState([Row(id: 1, title: "one"), Row(id: 2, title: "two")], key: "rows")
+let second = rows[id: 2]
+let secondTitle = second.subscribeOnMain { row in print("row 2: \(row?.title ?? "removed")") }
+second.modify { $0?.title = "zwei" }
+second ~> nil
+let listener = TitleListener()
+rows.attach(listener: listener)
+rows.detach(listener: listener)
+print(secondTitle.isActive)
 print(binding.isActive, nameBinding.isActive, model.rendered, await consumer.value.count)
 counter ~> 5
 await changeConsumer.value
