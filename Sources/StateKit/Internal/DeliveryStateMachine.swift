@@ -22,11 +22,11 @@ import Synchronization
 /// | state      | event                                        | next       | action                                   |
 /// | ---------- | -------------------------------------------- | ---------- | ---------------------------------------- |
 /// | idle       | ``DeliveryClaim/take(withQueue:)`` (the fast path of a write outside handlers) | delivering | deliver it now, on the writer's thread |
-/// | idle       | ``schedule(_:from:isInsideHandler:claim:)``, outside| delivering | ``Scheduling/deliverNow``                |
-/// | idle (let go meanwhile) | ``schedule(_:from:isInsideHandler:claim:)`` | backlogged | ``Scheduling/deliverQueue`` or ``Scheduling/deliverAfterCurrentDelivery`` |
-/// | idle       | ``schedule(_:from:isInsideHandler:claim:)``, inside | backlogged | ``Scheduling/deliverAfterCurrentDelivery`` |
-/// | delivering | ``schedule(_:from:isInsideHandler:claim:)``         | backlogged | ``Scheduling/queued`` or ``Scheduling/queuedAtLimit`` |
-/// | backlogged | ``schedule(_:from:isInsideHandler:claim:)``         | backlogged | ``Scheduling/queued`` or ``Scheduling/queuedAtLimit`` |
+/// | idle       | ``schedule(_:isInsideHandler:claim:)``, outside| delivering | ``Scheduling/deliverNow``                |
+/// | idle (let go meanwhile) | ``schedule(_:isInsideHandler:claim:)`` | backlogged | ``Scheduling/deliverQueue`` or ``Scheduling/deliverAfterCurrentDelivery`` |
+/// | idle       | ``schedule(_:isInsideHandler:claim:)``, inside | backlogged | ``Scheduling/deliverAfterCurrentDelivery`` |
+/// | delivering | ``schedule(_:isInsideHandler:claim:)``         | backlogged | ``Scheduling/queued`` or ``Scheduling/queuedAtLimit`` |
+/// | backlogged | ``schedule(_:isInsideHandler:claim:)``         | backlogged | ``Scheduling/queued`` or ``Scheduling/queuedAtLimit`` |
 /// | delivering | ``DeliveryClaim/finishUnlessQueued()``        | idle       | none (no lock taken)                     |
 /// | backlogged | ``next(for:isOverflow:claim:)``, head is the caller's | delivering or backlogged | ``Next/deliver(_:wakingWriters:)`` |
 /// | backlogged | ``next(for:isOverflow:claim:)``, head is another's  | backlogged | ``Next/handOff(_:)``: the overflow deliverer takes over |
@@ -62,7 +62,7 @@ struct DeliveryStateMachine<Value> {
 
     /// What waits for the deliverer, in version order.
     @usableFromInline
-    var queue = FIFOQueue<QueuedDelivery<Value>>()
+    var queue = FIFOQueue<PendingItem<Value>>()
     /// Writers waiting for the queue to go below ``pendingLimit``.
     @usableFromInline
     var waitingWriters: [DispatchSemaphore] = []
@@ -103,12 +103,12 @@ struct DeliveryStateMachine<Value> {
         case handOff(DispatchQueue)
     }
 
-    /// Queues `item`, made by the thread `origin`, or makes that thread the deliverer.
+    /// Queues `item`, or makes the thread that made it the deliverer.
     /// Call it with the lock held.
     @inlinable
+    @inline(__always)
     mutating func schedule(
         _ item: PendingItem<Value>,
-        from origin: DeliveryContext.ID,
         isInsideHandler: Bool,
         claim: borrowing DeliveryClaim
     ) -> Scheduling {
@@ -117,11 +117,11 @@ struct DeliveryStateMachine<Value> {
                 claim.take()
                 return .deliverNow
             }
-            queue.append(QueuedDelivery(origin: origin, item: item))
+            queue.append(item)
             claim.take(withQueue: true)
             return .deliverAfterCurrentDelivery
         }
-        queue.append(QueuedDelivery(origin: origin, item: item))
+        queue.append(item)
         if !claim.markQueued() {
             // The deliverer let go between our look and our queueing: the queue is ours alone.
             claim.take(withQueue: true)
@@ -157,7 +157,7 @@ struct DeliveryStateMachine<Value> {
         if !waitingWriters.isEmpty && queue.count <= Self.resumeLimit {
             swap(&woken, &waitingWriters)
         }
-        return .deliver(head.item, wakingWriters: woken)
+        return .deliver(head, wakingWriters: woken)
     }
 
     /// Checks that the claim matches the queue (debug builds only). Call it with the lock held.
@@ -227,20 +227,5 @@ struct DeliveryClaim: ~Copyable {
     @inlinable
     func finishUnlessQueued() -> Bool {
         state.compareExchange(expected: Self.claimed, desired: Self.free, ordering: .acquiringAndReleasing).exchanged
-    }
-}
-
-/// A delivery waiting in a container's queue, with the thread whose write or subscription made it.
-@usableFromInline
-struct QueuedDelivery<Value> {
-    @usableFromInline
-    let origin: DeliveryContext.ID
-    @usableFromInline
-    let item: PendingItem<Value>
-
-    @inlinable
-    init(origin: DeliveryContext.ID, item: PendingItem<Value>) {
-        self.origin = origin
-        self.item = item
     }
 }

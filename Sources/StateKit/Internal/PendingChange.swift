@@ -20,23 +20,45 @@ struct PendingChange<Value> {
     /// A change announced by calling `didModify()` by hand: the override already ran.
     @usableFromInline
     var isAnnouncedByHand: Bool
+    /// The thread that made it (its context; see ``DeliveryContext/id``).
+    @usableFromInline
+    var origin: DeliveryContext.ID
 
     @inlinable
-    init(oldValue: Value?, newValue: Value, version: UInt64, timestamp: Date?, depth: Int, isAnnouncedByHand: Bool) {
+    init(
+        oldValue: Value?,
+        newValue: Value,
+        version: UInt64,
+        timestamp: Date?,
+        depth: Int,
+        isAnnouncedByHand: Bool,
+        origin: DeliveryContext.ID
+    ) {
         self.oldValue = oldValue
         self.newValue = newValue
         self.version = version
         self.timestamp = timestamp
         self.depth = depth
         self.isAnnouncedByHand = isAnnouncedByHand
+        self.origin = origin
     }
 }
 
-/// Something a container's deliverer must do, in order.
+/// Something a container's deliverer must do, in order, with the thread whose write or
+/// subscription made it (a deliverer delivers what its own thread queued and hands on the rest).
 @usableFromInline
 enum PendingItem<Value> {
     /// Deliver a change to everyone.
     case change(PendingChange<Value>)
     /// Hand a new subscriber the value current when it subscribed.
-    case initialValue(depth: Int, deliver: () -> Void)
+    case initialValue(depth: Int, origin: DeliveryContext.ID, deliver: () -> Void)
+
+    /// The thread that queued it.
+    @inlinable
+    var origin: DeliveryContext.ID {
+        switch self {
+        case .change(let change): change.origin
+        case .initialValue(_, let origin, _): origin
+        }
+    }
 }

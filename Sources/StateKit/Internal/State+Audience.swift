@@ -16,9 +16,9 @@ extension State: SubscriberOwner {
     ) -> Subscription {
         let context = DeliveryContext.current
         lock.lock()
-        let subscriber = Subscriber(startVersion: storedVersion, queue: queue, handler: handler)
+        let subscriber = Subscriber(
+            startVersion: storedVersion, queue: queue, handler: handler, onOwnerReleased: onContainerReleased)
         subscriber.owner = self
-        subscriber.onOwnerReleased = onContainerReleased
         audience.subscribers.append(subscriber)
         if subscriber.wantsChanges { audience.changeSubscriberCount += 1 }
         audienceChangedLocked()
@@ -47,7 +47,7 @@ extension State: SubscriberOwner {
                 depth: depth
             )
         }
-        scheduleAndUnlock(.initialValue(depth: depth, deliver: deliver), in: context)
+        scheduleAndUnlock(.initialValue(depth: depth, origin: context.id, deliver: deliver), in: context)
     }
 
     func remove(_ entry: SubscriptionEntry) {

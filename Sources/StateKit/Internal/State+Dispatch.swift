@@ -35,7 +35,8 @@ extension State: PendingDelivery {
             version: storedVersion,
             timestamp: wantsChangeRecords ? Date() : nil,
             depth: 0,
-            isAnnouncedByHand: announcedByHand
+            isAnnouncedByHand: announcedByHand,
+            origin: context.id
         )
         // Only the subscriber list is copied when there is nobody else: each array copied out of
         // the lock is a retain and a release on every write.
@@ -100,7 +101,8 @@ extension State: PendingDelivery {
             version: storedVersion,
             timestamp: wantsChangeRecords ? Date() : nil,
             depth: context.isDelivering ? context.depth + 1 : 0,
-            isAnnouncedByHand: announcedByHand
+            isAnnouncedByHand: announcedByHand,
+            origin: context.id
         )
         if let writeObserver { writeObserver(record(of: change)) }
         scheduleAndUnlock(.change(change), in: context)
@@ -111,7 +113,7 @@ extension State: PendingDelivery {
     @inlinable
     final func scheduleAndUnlock(_ item: PendingItem<Value>, in context: DeliveryContext) {
         let scheduling = fields.pointee.delivery.schedule(
-            item, from: context.id, isInsideHandler: context.isDelivering, claim: deliveryClaim)
+            item, isInsideHandler: context.isDelivering, claim: deliveryClaim)
         fields.pointee.delivery.checkInvariants(claim: deliveryClaim)
         switch scheduling {
         case .deliverNow:
@@ -191,7 +193,7 @@ extension State: PendingDelivery {
         switch item {
         case .change(let change):
             deliver(change, to: audience, in: context)
-        case .initialValue(let depth, let deliver):
+        case .initialValue(let depth, _, let deliver):
             context.depth = depth
             deliver()
         }

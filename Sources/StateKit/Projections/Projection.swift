@@ -176,10 +176,10 @@ extension State {
             projectionIndex[path] = group
             audience.projections.append(group)
         }
-        let subscriber = Subscriber(startVersion: storedVersion, queue: queue, handler: handler)
+        let subscriber = Subscriber(
+            startVersion: storedVersion, queue: queue, handler: handler, onOwnerReleased: onRootReleased)
         subscriber.owner = self
         subscriber.group = group
-        subscriber.onOwnerReleased = onRootReleased
         group.subscribers.append(subscriber)
         audienceChangedLocked()
         let subscription = Subscription(subscriber)

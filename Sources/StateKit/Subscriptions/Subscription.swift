@@ -113,20 +113,25 @@ final class Subscriber<Element>: SubscriptionEntry, @unchecked Sendable {
     @usableFromInline
     let queue: DispatchQueue?
 
-    /// Called once if the container goes away while this subscriber is live; set under the
-    /// container's lock when subscribing.
-    var onOwnerReleased: (@Sendable () -> Void)?
+    /// Called if the container goes away while this subscriber is live (a `let`: a class `var`
+    /// would cost a run-time exclusivity check on every subscribe).
+    let onOwnerReleased: (@Sendable () -> Void)?
 
-    init(startVersion: UInt64, queue: DispatchQueue?, handler: Handler) {
+    init(
+        startVersion: UInt64,
+        queue: DispatchQueue?,
+        handler: Handler,
+        onOwnerReleased: (@Sendable () -> Void)? = nil
+    ) {
         self.handler = handler
         self.queue = queue
+        self.onOwnerReleased = onOwnerReleased
         super.init(startVersion: startVersion)
     }
 
-    /// Tells the subscriber its container is gone.
+    /// Tells the subscriber its container is gone; called once, from the container's `deinit`.
     func ownerReleased() {
         guard isActive, let onOwnerReleased else { return }
-        self.onOwnerReleased = nil
         onOwnerReleased()
     }
 
