@@ -96,7 +96,7 @@ struct DeliveryStateMachine<Value> {
     enum Next {
         /// Deliver this item; then signal the writers that were waiting for room.
         case deliver(PendingItem<Value>, wakingWriters: [DispatchSemaphore])
-        /// The queue emptied in the meantime: let go (with ``finishUnlessQueued()``).
+        /// The queue emptied in the meantime: let go (with ``DeliveryClaim/finishUnlessQueued()``).
         case retry
         /// The head is another thread's: start the overflow deliverer on this queue; it now holds
         /// the claim.
@@ -133,7 +133,7 @@ struct DeliveryStateMachine<Value> {
         return .queuedAtLimit(semaphore)
     }
 
-    /// The deliverer's next step after ``finishUnlessQueued()`` found items queued. Call it with
+    /// The deliverer's next step after ``DeliveryClaim/finishUnlessQueued()`` found items queued. Call it with
     /// the lock held.
     ///
     /// - Parameters:
