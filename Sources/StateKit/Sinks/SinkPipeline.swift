@@ -16,6 +16,7 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
     }
 
     private struct FlushWaiter {
+        var id: UInt64
         var target: UInt64
         var continuation: CheckedContinuation<Void, Never>
     }
@@ -33,6 +34,7 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
     private var isDropReported = false
     private var wakeUp: CheckedContinuation<Void, Never>?
     private var flushWaiters: [FlushWaiter] = []
+    private var nextFlushID: UInt64 = 0
     private var isClosed = false
 
     init(sink: any StateSink<Value>, key: String) {
@@ -52,6 +54,7 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
     var statistics: SinkStatistics {
         lock.withLock {
             var statistics = counters
+            statistics.sinkName = sink.name
             statistics.pending = bufferedCount + inFlight.count
             return statistics
         }
@@ -100,17 +103,31 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
     }
 
     /// Returns once every change enqueued before the call is delivered, dropped or given up, or
-    /// the sink is paused.
+    /// the sink is paused, or the calling task is cancelled.
     func flush() async {
-        await withCheckedContinuation { continuation in
-            lock.lock()
-            if counters.isPaused || firstUnsettled >= nextSequence {
+        let id = lock.withLock {
+            nextFlushID += 1
+            return nextFlushID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                lock.lock()
+                // Checked under the lock: a cancellation before this point is seen here, one after
+                // it finds the waiter below.
+                if Task.isCancelled || counters.isPaused || firstUnsettled >= nextSequence {
+                    lock.unlock()
+                    continuation.resume()
+                    return
+                }
+                flushWaiters.append(FlushWaiter(id: id, target: nextSequence, continuation: continuation))
                 lock.unlock()
-                continuation.resume()
-                return
             }
-            flushWaiters.append(FlushWaiter(target: nextSequence, continuation: continuation))
-            lock.unlock()
+        } onCancel: {
+            let cancelled = lock.withLock {
+                let index = flushWaiters.firstIndex { $0.id == id }
+                return index.map { flushWaiters.remove(at: $0) }
+            }
+            cancelled?.continuation.resume()
         }
     }
 
@@ -191,6 +208,21 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
                     settle { $0.failed += changes.count }
                     report(.sinkRejected, "the sink refused \(describe(changes)) for good; dropped", error: error)
                     return
+                }
+                let maximumWait = policy.retry.maximumDelay
+                if let asked = advice?.retryAfter, asked > maximumWait {
+                    // Honouring it would hold every flush for as long as the server likes.
+                    if pause() {
+                        report(
+                            .sinkPaused,
+                            "asked to wait \(asked), more than the policy's maximum delay (\(maximumWait)); "
+                                + "paused, keeping \(describe(changes)) and retrying in \(maximumWait)",
+                            error: error
+                        )
+                    }
+                    try? await Task.sleep(for: maximumWait)
+                    lock.withLock { counters.retried += 1 }
+                    continue
                 }
                 if attempt >= policy.retry.maximumAttempts {
                     switch policy.afterRepeatedFailures {

@@ -97,8 +97,11 @@ public struct SinkPolicy: Sendable, Equatable {
 ///
 /// The n-th retry waits `initialDelay × multiplierⁿ⁻¹`, at most `maximumDelay`, minus a random
 /// fraction up to `jitter` of it (so many clients failing together do not retry together), and
-/// never less than a `Retry-After` the sink asked for (see ``StateSinkError/retryAfter``).
-/// Tests pass a tiny `initialDelay` so retries cost no time.
+/// never less than a `Retry-After` the sink asked for (see ``StateSinkError/retryAfter``), but
+/// never more than `maximumDelay` either: no wait that comes from outside (a server's
+/// `Retry-After`, however large) exceeds it. A sink asked to wait longer is paused at once, with
+/// a ``StateDiagnostic/Kind/sinkPaused`` diagnostic, so ``SyncedState/flush()`` does not block on
+/// it. Tests pass a tiny `initialDelay` so retries cost no time.
 public struct RetryPolicy: Sendable, Equatable {
     /// The wait before the first retry.
     public var initialDelay: Duration
@@ -136,16 +139,28 @@ public struct RetryPolicy: Sendable, Equatable {
         self.maximumAttempts = maximumAttempts
     }
 
-    /// The wait before retry number `retry` (1 for the first), at least `retryAfter` when given.
+    /// The wait before retry number `retry` (1 for the first), at least `retryAfter` when given,
+    /// at most ``maximumDelay``, whatever the numbers.
     public func delay(beforeRetry retry: Int, retryAfter: Duration? = nil) -> Duration {
-        let growth = Foundation.pow(multiplier, Double(max(0, retry - 1)))
-        var delay = min(initialDelay * growth, maximumDelay)
+        // The growth is computed in floating-point seconds and capped before it becomes a
+        // Duration: 2^72 x 100 ms does not fit one.
+        let exponent = retry > 1 ? Double(retry) - 1 : 0
+        let grown = initialDelay.inSeconds * Foundation.pow(multiplier, exponent)
+        var delay: Duration =
+            initialDelay <= .zero ? .zero : grown >= maximumDelay.inSeconds ? maximumDelay : .seconds(grown)
         if jitter > 0 {
             delay = delay * (1 - Double.random(in: 0...jitter))
         }
         if let retryAfter, retryAfter > delay {
-            delay = retryAfter
+            delay = min(retryAfter, maximumDelay)
         }
         return delay
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, as a `Double` (no overflow, whatever its size).
+    var inSeconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) * 1e-18
     }
 }

@@ -20,13 +20,16 @@ public struct SinkStatistics: Sendable, Equatable, CustomStringConvertible {
     public var isPaused = false
     /// The description of the last error the sink threw, if any.
     public var lastError: String?
+    /// The sink's ``StateSink/name``: its type's name unless given with ``StateSink/named(_:)``.
+    public var sinkName = ""
 
     /// Creates empty statistics.
     public init() {}
 
     /// One line with every counter.
     public var description: String {
-        "sent \(sent), failed \(failed), retried \(retried), dropped \(dropped), coalesced \(coalesced), "
+        (sinkName.isEmpty ? "" : "\(sinkName): ")
+            + "sent \(sent), failed \(failed), retried \(retried), dropped \(dropped), coalesced \(coalesced), "
             + "pending \(pending)\(isPaused ? ", paused" : "")\(lastError.map { ", last error: \($0)" } ?? "")"
     }
 }

@@ -19,7 +19,7 @@
 ///   accepted. Send ``StateChange/idempotencyKey`` along so the destination can drop duplicates.
 /// - ``send(_:)`` may take as long as it needs (it only delays this sink), but should honour task
 ///   cancellation.
-/// - ``policy`` is read once, when the sink is handed to a ``SyncedState``.
+/// - ``policy`` and ``name`` are read once, when the sink is handed to a ``SyncedState``.
 public protocol StateSink<Value>: Sendable {
     /// The type of the values whose changes the sink receives.
     associatedtype Value: Sendable
@@ -29,9 +29,58 @@ public protocol StateSink<Value>: Sendable {
 
     /// How the sink is fed: batching, buffer, overflow, retries. Defaults to ``SinkPolicy/default``.
     var policy: SinkPolicy { get }
+
+    /// What ``SyncedState/statistics`` and diagnostics call the sink. Defaults to its type's name;
+    /// give one when adding the sink with ``named(_:)``.
+    var name: String { get }
 }
 
 extension StateSink {
     /// ``SinkPolicy/default``: every change, batches of up to 100, retries from 100 ms.
     public var policy: SinkPolicy { .default }
+
+    /// The sink's type name, such as `"LoggingSink<Int>"`.
+    public var name: String { String(describing: type(of: self)) }
+
+    /// The same sink under another name, so that its ``SyncedState/statistics`` entry and its
+    /// diagnostics say which one it is.
+    ///
+    /// ```swift
+    /// let cart = SyncedState([String](), key: "cart") {
+    ///     LoggingSink().named("log")
+    /// }
+    /// print(cart.statistics(for: "log")?.sent ?? 0)
+    /// ```
+    public func named(_ name: String) -> NamedSink<Self> {
+        NamedSink(base: self, name: name)
+    }
+}
+
+/// A sink under a name of your choosing; see ``StateSink/named(_:)``.
+///
+/// It sends through its base sink with the base's policy; a ``DurableOutbox`` keeps logging
+/// changes on the writer's thread when named.
+public struct NamedSink<Base: StateSink>: StateSink {
+    /// The sink that does the sending.
+    public let base: Base
+    /// The name given.
+    public let name: String
+
+    /// The base sink's policy.
+    public var policy: SinkPolicy { base.policy }
+
+    /// Sends through the base sink.
+    public func send(_ changes: [StateChange<Base.Value>]) async throws {
+        try await base.send(changes)
+    }
+}
+
+extension NamedSink: WriterThreadSink where Base: WriterThreadSink {
+    func record(_ change: StateChange<Base.Value>) {
+        base.record(change)
+    }
+
+    func recover(key: String) -> (pending: [StateChange<Base.Value>], lastVersion: UInt64) {
+        base.recover(key: key)
+    }
 }

@@ -90,19 +90,55 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
     }
 
     /// Returns once every sink has received every change made before the call, or given it up
-    /// (or dropped it, or paused) as its policy says.
+    /// (or dropped it, or paused) as its policy says, or when the calling task is cancelled.
     ///
     /// Use it in tests instead of sleeping, and before the app suspends. A sink paused by
-    /// ``SinkPolicy/Failure/pauseAndKeep(retryEvery:)`` does not hold the flush: its changes stay
-    /// pending (see ``statistics``).
+    /// ``SinkPolicy/Failure/pauseAndKeep(retryEvery:)``, or asked by its destination to wait longer
+    /// than its ``RetryPolicy/maximumDelay``, does not hold the flush: its changes stay pending
+    /// (see ``statistics``). Use ``flush(timeout:)`` to bound the wait.
     public func flush() async {
         await deliveredBarrier()
-        for pipeline in pipelines { await pipeline.flush() }
+        for pipeline in pipelines {
+            if Task.isCancelled { return }
+            await pipeline.flush()
+        }
     }
 
-    /// What each sink has done so far, in the order the sinks were given.
+    /// Flushes as ``flush()`` does, for at most `timeout`.
+    ///
+    /// ```swift
+    /// if await cart.flush(timeout: .seconds(2)) == false {
+    ///     print("some changes are still on their way:", cart.statistics)
+    /// }
+    /// ```
+    ///
+    /// - Returns: `true` if every sink was flushed, `false` if the deadline passed first (or the
+    ///   calling task was cancelled).
+    public func flush(timeout: Duration) async -> Bool {
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                await self.flush()
+                return !Task.isCancelled
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return false
+            }
+            let finished = await group.next() ?? false
+            group.cancelAll()
+            return finished
+        }
+    }
+
+    /// What each sink has done so far, in the order the sinks were given; each entry names its
+    /// sink (``SinkStatistics/sinkName``).
     public var statistics: [SinkStatistics] {
         pipelines.map(\.statistics)
+    }
+
+    /// What the sink called `name` has done so far (the first, if several share it), or `nil`.
+    public func statistics(for name: String) -> SinkStatistics? {
+        pipelines.first { $0.sink.name == name }?.statistics
     }
 
     /// Waits until every change made before the call has been handed to the sinks' buffers: a
@@ -110,13 +146,17 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
     private func deliveredBarrier() async {
         let signal = BarrierSignal()
         var subscription: Subscription?
-        await withCheckedContinuation { continuation in
-            signal.arm(continuation)
-            subscription = addSubscriber(
-                queue: nil,
-                handler: .value { _ in signal.fire() },
-                sendsCurrentValue: true
-            )
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                signal.arm(continuation)
+                subscription = addSubscriber(
+                    queue: nil,
+                    handler: .value { _ in signal.fire() },
+                    sendsCurrentValue: true
+                )
+            }
+        } onCancel: {
+            signal.fire()
         }
         subscription?.cancel()
     }
@@ -124,17 +164,24 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
 
 extension SyncedState: @unchecked Sendable {}
 
-/// Resumes a continuation once, however often it fires.
+/// Resumes a continuation once, however often it fires, whether it fires before or after it is armed.
 private final class BarrierSignal: @unchecked Sendable {
     private let lock = Lock()
     private var continuation: CheckedContinuation<Void, Never>?
+    private var hasFired = false
 
     func arm(_ continuation: CheckedContinuation<Void, Never>) {
-        lock.withLock { self.continuation = continuation }
+        let firedAlready = lock.withLock {
+            if hasFired { return true }
+            self.continuation = continuation
+            return false
+        }
+        if firedAlready { continuation.resume() }
     }
 
     func fire() {
         let continuation = lock.withLock {
+            hasFired = true
             let continuation = self.continuation
             self.continuation = nil
             return continuation

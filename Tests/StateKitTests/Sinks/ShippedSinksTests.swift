@@ -54,12 +54,13 @@ import Testing
         #expect(received.all == Array(1...300))
     }
 
-    @Test func retryDelayGrowsExponentiallyCapsAndHonoursRetryAfter() {
+    @Test func retryDelayGrowsExponentiallyCapsAndHonoursRetryAfterUpToTheMaximum() {
         let retry = RetryPolicy(initialDelay: .milliseconds(100), multiplier: 2, maximumDelay: .seconds(1), jitter: 0)
         #expect(retry.delay(beforeRetry: 1) == .milliseconds(100))
         #expect(retry.delay(beforeRetry: 3) == .milliseconds(400))
         #expect(retry.delay(beforeRetry: 10) == .seconds(1))
-        #expect(retry.delay(beforeRetry: 1, retryAfter: .seconds(3)) == .seconds(3))
+        #expect(retry.delay(beforeRetry: 1, retryAfter: .milliseconds(700)) == .milliseconds(700))
+        #expect(retry.delay(beforeRetry: 1, retryAfter: .seconds(3)) == .seconds(1))
         let jittered = RetryPolicy(initialDelay: .milliseconds(100), jitter: 0.5)
         for _ in 0..<100 {
             let delay = jittered.delay(beforeRetry: 1)
