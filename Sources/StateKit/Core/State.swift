@@ -101,6 +101,7 @@ open class State<Value> {
     @inlinable
     public final var value: Value {
         if isObservable { registerAccess() }
+        if isAnyTransactionOpen, let log = TransactionLog.current { return transactionalValue(in: log) }
         lock.lock()
         defer { lock.unlock() }
         return storedValue
