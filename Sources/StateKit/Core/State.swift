@@ -170,6 +170,7 @@ open class State<Value> {
     /// ```
     open func didModify() {
         if DeliveryContext.current.containerRunningHook == ObjectIdentifier(self) { return }
+        if isAnyTransactionOpen, let log = TransactionLog.current { return announceInTransaction(log) }
         let observation = self.observation.unretained
         observation?._withUnsafeGuaranteedRef { $0.willSet() }
         defer { observation?._withUnsafeGuaranteedRef { $0.didSet() } }

@@ -59,6 +59,15 @@ extension State: TransactionParticipant {
         return result
     }
 
+    /// ``didModify()`` inside a transaction: the container gets a change at the commit, even if
+    /// its value compares equal (a reference mutated in place).
+    final func announceInTransaction(_ log: TransactionLog) {
+        var entry = entry(in: log)
+        entry.isWritten = true
+        entry.isAnnounced = true
+        log.entries[ObjectIdentifier(self)] = entry
+    }
+
     func lockForCommit() { lock.lock() }
 
     func unlockAfterCommit() { lock.unlock() }
@@ -66,7 +75,7 @@ extension State: TransactionParticipant {
     var versionLocked: UInt64 { storedVersion }
 
     func isUnchanged(_ entry: TransactionEntry) -> Bool {
-        guard let isEqual else { return false }
+        guard !entry.isAnnounced, let isEqual else { return false }
         return isEqual(entry.original as! Value, entry.working as! Value)
     }
 

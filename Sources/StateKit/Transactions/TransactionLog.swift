@@ -31,6 +31,8 @@ struct TransactionEntry {
     let original: Any
     var working: Any
     var isWritten = false
+    /// Whether the body called ``State/didModify()``: a change even if the value compares equal.
+    var isAnnounced = false
     /// The value the commit replaced, kept for change records when a subscriber wants them.
     var replaced: Any?
 }
@@ -122,7 +124,12 @@ final class TransactionLog {
         }
         let context = DeliveryContext.current
         let isOutermostDelivery = !context.isDelivering
-        if isOutermostDelivery { context.beginOutermost() }
+        if isOutermostDelivery {
+            context.beginOutermost()
+            // Scheduling from inside a delivery counts a change as one handler-triggered step
+            // (depth + 1); the transaction's changes start a chain, at depth 0.
+            context.depth = -1
+        }
         for index in touched.indices {
             if changed[index] {
                 touched[index].container.publishCommittedAndUnlock(touched[index], in: context)

@@ -232,3 +232,35 @@ private final class SaveLoggingStorage: StateStorage, @unchecked Sendable {
     func save(_ data: Data, forKey key: String) throws { lock.withLock { saves.append(data) } }
     func remove(forKey key: String) throws {}
 }
+
+@Suite struct TransactionAnnouncementTests {
+    final class Counter: @unchecked Sendable {
+        var count = 0
+    }
+
+    @Test func didModifyInsideATransactionIsOneChangeAtTheCommit() {
+        let counter = MonitoredState(Counter(), key: uniqueKey("counter"))
+        let versions = counter.recordChanges()
+        withStateTransaction {
+            counter.value.count += 1
+            counter.didModify()
+            counter.didModify()
+        }
+        #expect(counter.version == 1)
+        #expect(versions.values.map(\.version) == [1])
+        #expect(counter.value.count == 1)
+    }
+
+    @Test func projectionReadsInsideATransactionSeeItsWrites() {
+        struct Profile: Equatable, Sendable {
+            var name: String
+        }
+        let profile = MonitoredState(Profile(name: "Ann"), key: uniqueKey("profile"))
+        let seen = withStateTransaction {
+            profile.name.modify("Tim")
+            return profile.name.value
+        }
+        #expect(seen == "Tim")
+        #expect(profile.version == 1)
+    }
+}
