@@ -47,6 +47,9 @@ open class State<Value> {
     /// value, nothing can be tracking it, and writes skip the registrar.
     @usableFromInline
     let observation = OnceInstalledReference<ObservationPoint>()
+    /// The count of open transactions, which reads and writes check; see ``withStateTransaction(_:)``.
+    @usableFromInline
+    let openTransactions = OpenTransactions.shared
 
     /// Creates a container holding `defaultValue`, identified by `key`.
     ///

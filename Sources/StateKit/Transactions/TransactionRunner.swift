@@ -25,11 +25,11 @@ func runTransaction<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
         }
     }
     let log = TransactionLog()
-    openTransactionCount.add(1, ordering: .relaxed)
+    OpenTransactions.shared.count.add(1, ordering: .relaxed)
     TransactionLog.install(log)
     defer {
         TransactionLog.install(nil)
-        openTransactionCount.subtract(1, ordering: .relaxed)
+        OpenTransactions.shared.count.subtract(1, ordering: .relaxed)
     }
     var attempt = 0
     while true {
