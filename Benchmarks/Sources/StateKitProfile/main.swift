@@ -72,6 +72,20 @@ case "hook":
     }
     next &+= state.hookCalls
     withExtendedLifetime(token) {}
+case "plain2", "plain10", "transaction2", "transaction10":
+    // One write to each of 2 or 10 containers (one subscriber each), plainly or as one transaction.
+    let isTransaction = scenario.hasPrefix("transaction")
+    let containers = (0..<Int(scenario.drop { !$0.isNumber })!).map { MonitoredState(0, key: "c\($0)") }
+    let tokens = containers.map { $0.subscribe { _ in } }
+    measured(count) {
+        next &+= 1
+        if isTransaction {
+            withStateTransaction { for container in containers { container.modify(next) } }
+        } else {
+            for container in containers { container.modify(next) }
+        }
+    }
+    withExtendedLifetime(tokens) {}
 case "churn":
     let state = MonitoredState(0, key: "churn")
     measured(count) { state.subscribe { _ in }.cancel() }

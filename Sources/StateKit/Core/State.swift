@@ -47,6 +47,9 @@ open class State<Value> {
     /// value, nothing can be tracking it, and writes skip the registrar.
     @usableFromInline
     let observation = OnceInstalledReference<ObservationPoint>()
+    /// The count of open transactions, which reads and writes check; see ``withStateTransaction(_:)``.
+    @usableFromInline
+    let openTransactions = OpenTransactions.shared
 
     /// Creates a container holding `defaultValue`, identified by `key`.
     ///
@@ -101,6 +104,7 @@ open class State<Value> {
     @inlinable
     public final var value: Value {
         if isObservable { registerAccess() }
+        if isAnyTransactionOpen, let log = TransactionLog.current { return transactionalValue(in: log) }
         lock.lock()
         defer { lock.unlock() }
         return storedValue
@@ -169,6 +173,7 @@ open class State<Value> {
     /// ```
     open func didModify() {
         if DeliveryContext.current.containerRunningHook == ObjectIdentifier(self) { return }
+        if isAnyTransactionOpen, let log = TransactionLog.current { return announceInTransaction(log) }
         let observation = self.observation.unretained
         observation?._withUnsafeGuaranteedRef { $0.willSet() }
         defer { observation?._withUnsafeGuaranteedRef { $0.didSet() } }

@@ -16,6 +16,11 @@ extension State {
         unlessAlready isUnchanged: (Value) -> Bool,
         _ body: (inout Value) -> Void
     ) -> RejectedWriteError? {
+        if isAnyTransactionOpen, let log = TransactionLog.current {
+            var rejection: RejectedWriteError?
+            _ = writeInTransaction(log, rejection: &rejection, unlessAlready: isUnchanged, body)
+            return rejection
+        }
         lock.lock()
         if isUnchanged(storedValue) {
             lock.unlock()
@@ -45,6 +50,9 @@ extension State {
         rejection: inout RejectedWriteError?,
         _ body: (inout Value) throws -> Result
     ) rethrows -> Result {
+        if isAnyTransactionOpen, let log = TransactionLog.current {
+            return try writeInTransaction(log, rejection: &rejection, unlessAlready: { _ in false }, body)!
+        }
         let observation = self.observation.unretained
         observation?._withUnsafeGuaranteedRef { $0.willSet() }
         defer { observation?._withUnsafeGuaranteedRef { $0.didSet() } }
