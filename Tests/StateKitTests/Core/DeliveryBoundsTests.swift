@@ -21,6 +21,15 @@ import Testing
         writers: Int,
         seconds: Double,
         _ call: @escaping @Sendable (Int) -> Void
+    ) async -> Load {
+        await awayFromThePool { measureBlocking(state, writers: writers, seconds: seconds, call) }
+    }
+
+    func measureBlocking<Value: Sendable>(
+        _ state: State<Value>,
+        writers: Int,
+        seconds: Double,
+        _ call: @escaping @Sendable (Int) -> Void
     ) -> Load {
         let result = LockedBox(Load())
         let stop = Date().addingTimeInterval(seconds)
@@ -53,12 +62,12 @@ import Testing
         return result.withLock { $0 }
     }
 
-    @Test func slowestModifyStaysBoundedUnderThreeWritersWithASubscriber() {
+    @Test func slowestModifyStaysBoundedUnderThreeWritersWithASubscriber() async {
         let state = MonitoredState(0, key: uniqueKey())
         let seen = Collector<Int>()
         let subscription = state.subscribe { if $0 % 1_000 == 0 { seen.append($0) } }
-        let load = measure(state, writers: 3, seconds: 1) { _ in state.modify { $0 += 1 } }
-        waitUntilDelivered(state)
+        let load = await measure(state, writers: 3, seconds: 1) { _ in state.modify { $0 += 1 } }
+        await waitUntilDelivered(state)
         print(
             "3 writers x 1 s, empty handler: \(load.calls) modify calls, slowest \(load.slowestCall), "
                 + "peak queue \(load.peakQueued)")
@@ -68,15 +77,15 @@ import Testing
         subscription.cancel()
     }
 
-    @Test func handlersSlowerThanWritersHoldTheQueueAtItsBoundWithoutLosingAChange() {
+    @Test func handlersSlowerThanWritersHoldTheQueueAtItsBoundWithoutLosingAChange() async {
         let state = MonitoredState([UInt8](repeating: 0, count: 8_192), key: uniqueKey())
         let versions = Collector<UInt64>()
         let subscription = state.subscribeChanges { change in
             versions.append(change.version)
             usleep(20)
         }
-        let load = measure(state, writers: 3, seconds: 1) { _ in state.modify { $0[0] &+= 1 } }
-        waitUntilDelivered(state)
+        let load = await measure(state, writers: 3, seconds: 1) { _ in state.modify { $0[0] &+= 1 } }
+        await waitUntilDelivered(state)
         let peakBytes = load.peakQueued * 8_192
         print(
             "3 writers x 1 s, 8 KB values, 20 µs handler: \(load.calls) calls, slowest \(load.slowestCall), "
@@ -87,24 +96,24 @@ import Testing
         subscription.cancel()
     }
 
-    @Test func slowestSubscribeStaysBoundedUnderTwoWriters() {
+    @Test func slowestSubscribeStaysBoundedUnderTwoWriters() async {
         let state = MonitoredState(0, key: uniqueKey())
         let subscription = state.subscribe { _ in }
-        let load = measure(state, writers: 3, seconds: 1) { thread in
+        let load = await measure(state, writers: 3, seconds: 1) { thread in
             if thread == 2 {
                 state.subscribe { _ in }.cancel()
             } else {
                 state.modify { $0 += 1 }
             }
         }
-        waitUntilDelivered(state)
+        await waitUntilDelivered(state)
         print("2 writers + 1 subscriber x 1 s: slowest call \(load.slowestCall), peak queue \(load.peakQueued)")
         #expect(load.slowestCall < .milliseconds(250))
         #expect(load.peakQueued <= DeliveryStateMachine<Int>.pendingLimit + 3)
         subscription.cancel()
     }
 
-    @Test func writerReturnsWithoutDeliveringChangesQueuedAfterItsOwn() {
+    @Test func writerReturnsWithoutDeliveringChangesQueuedAfterItsOwn() async {
         let state = MonitoredState(0, key: uniqueKey())
         let entered = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
@@ -129,7 +138,7 @@ import Testing
         for value in 2...5 { state.modify(value) }
         release.signal()
         waitFor(writerReturned, "the first writer")
-        waitUntilDelivered(state)
+        await waitUntilDelivered(state)
         let writer = firstWriter.withLock { $0 }!
         let calls = deliveries.all
         #expect(calls.map(\.value) == [0, 1, 2, 3, 4, 5])
@@ -139,7 +148,7 @@ import Testing
         subscription.cancel()
     }
 
-    @Test func writersOnTheGlobalQueueWaitingAtTheLimitDoNotStarveTheDeliverer() {
+    @Test func writersOnTheGlobalQueueWaitingAtTheLimitDoNotStarveTheDeliverer() async {
         let state = MonitoredState(0, key: uniqueKey())
         let subscription = state.subscribe { _ in usleep(50) }
         let group = DispatchGroup()
@@ -148,8 +157,9 @@ import Testing
                 for _ in 0..<1_500 { state.modify { $0 += 1 } }
             }
         }
-        #expect(group.wait(timeout: .now() + 60) == .success)
-        waitUntilDelivered(state)
+        let finished = await awayFromThePool { group.wait(timeout: .now() + 60) == .success }
+        #expect(finished)
+        await waitUntilDelivered(state)
         #expect(state.value == 3_000 * ProcessInfo.processInfo.activeProcessorCount)
         subscription.cancel()
     }
@@ -159,7 +169,7 @@ import Testing
         var fromOther = 0
     }
 
-    @Test func handlersWritingBackToEachOthersContainerUnderTwoDeliverersFinish() {
+    @Test func handlersWritingBackToEachOthersContainerUnderTwoDeliverersFinish() async {
         let a = MonitoredState(Pair(), key: uniqueKey("a"))
         let b = MonitoredState(Pair(), key: uniqueKey("b"))
         let aToB = a.own.subscribe { value in if value > 0 { b.fromOther.modify { $0 += 1 } } }
@@ -171,11 +181,13 @@ import Testing
                 finished.signal()
             }.start()
         }
-        waitFor(finished, "the writer of a", seconds: 60)
-        waitFor(finished, "the writer of b", seconds: 60)
-        waitUntilDelivered(a)
-        waitUntilDelivered(b)
-        waitUntilDelivered(a)
+        let writersFinished = await awayFromThePool {
+            (0..<2).allSatisfy { _ in finished.wait(timeout: .now() + 60) == .success }
+        }
+        #expect(writersFinished)
+        await waitUntilDelivered(a)
+        await waitUntilDelivered(b)
+        await waitUntilDelivered(a)
         #expect(a.value == Pair(own: 2_000, fromOther: 2_000))
         #expect(b.value == Pair(own: 2_000, fromOther: 2_000))
         aToB.cancel()
@@ -201,7 +213,7 @@ import Testing
         Thread { state.modify(1) }.start()
         await Task.detached {
             waitFor(mainWrites, "the main thread's writes", seconds: 60)
-            waitUntilDelivered(state)
+            await waitUntilDelivered(state)
         }.value
         #expect(waitedOnMain.all == [1])
         #expect(state.value == 501)

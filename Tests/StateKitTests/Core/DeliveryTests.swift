@@ -136,13 +136,13 @@ final class QueueListener: StateListener, @unchecked Sendable {
         subscriptions.forEach { $0.cancel() }
     }
 
-    @Test func containersUpdatingEachOtherAreStoppedWithDiagnosticNamingBoth() {
+    @Test func containersUpdatingEachOtherAreStoppedWithDiagnosticNamingBoth() async {
         DiagnosticsRecorder.start()
         let ping = MonitoredState(0, key: uniqueKey("ping"))
         let pong = MonitoredState(0, key: uniqueKey("pong"))
         let forward = ping.subscribe { value in if value > 0 { pong.modify(value + 1) } }
         let back = pong.subscribe { value in if value > 0 { ping.modify(value + 1) } }
-        onThreads(1, stackSize: 256 * 1024) { _ in ping.modify(1) }
+        await onThreads(1, stackSize: 256 * 1024) { _ in ping.modify(1) }
         let limit = StateDiagnostics.maximumChainDepth
         #expect(ping.value + pong.value > limit)
         let reports = DiagnosticsRecorder.diagnostics(involving: ping.key)

@@ -149,35 +149,35 @@ final class HookedCounter: MonitoredState<Int>, @unchecked Sendable {
         subscription.cancel()
     }
 
-    @Test func concurrentIncrementsLoseNothing() {
+    @Test func concurrentIncrementsLoseNothing() async {
         let state = MonitoredState(0, key: uniqueKey())
         let deliveries = Collector<Int>()
-        let subscription = state.subscribe { if $0 % 100_000 == 0 { deliveries.append($0) } }
-        onThreads(8) { _ in
-            for _ in 0..<100_000 { state.modify { $0 += 1 } }
+        let subscription = state.subscribe { if $0 % 25_000 == 0 { deliveries.append($0) } }
+        await onThreads(8) { _ in
+            for _ in 0..<25_000 { state.modify { $0 += 1 } }
         }
-        waitUntilDelivered(state)
-        #expect(state.value == 800_000)
-        #expect(state.version == 800_000)
-        #expect(deliveries.all == Array(stride(from: 0, through: 800_000, by: 100_000)))
+        await waitUntilDelivered(state)
+        #expect(state.value == 200_000)
+        #expect(state.version == 200_000)
+        #expect(deliveries.all == Array(stride(from: 0, through: 200_000, by: 25_000)))
         subscription.cancel()
     }
 
-    @Test func concurrentIncrementsWithoutObserversLoseNothing() {
+    @Test func concurrentIncrementsWithoutObserversLoseNothing() async {
         let state = State(0, key: uniqueKey())
-        onThreads(8) { _ in
+        await onThreads(8) { _ in
             for _ in 0..<100_000 { state.modify { $0 += 1 } }
         }
         #expect(state.value == 800_000)
         #expect(state.version == 800_000)
     }
 
-    @Test func didModifyOverrideSeesEveryChangeOnceInOrderNeverConcurrently() {
+    @Test func didModifyOverrideSeesEveryChangeOnceInOrderNeverConcurrently() async {
         let state = HookedCounter(0, key: uniqueKey())
-        onThreads(8) { _ in
+        await onThreads(8) { _ in
             for _ in 0..<10_000 { state.modify { $0 += 1 } }
         }
-        waitUntilDelivered(state)
+        await waitUntilDelivered(state)
         #expect(state.calls == 80_000)
         #expect(!state.overlapped)
         #expect(!state.wentBackwards)

@@ -108,7 +108,7 @@ private func tripled(_ value: Int) -> Int { value * 3 }
         bindings.forEach { $0.cancel() }
     }
 
-    @Test func bindingLoopThatNeverSettlesIsCutByCycleGuard() {
+    @Test func bindingLoopThatNeverSettlesIsCutByCycleGuard() async {
         DiagnosticsRecorder.start()
         final class Box: Sendable {
             let id: Int
@@ -117,7 +117,7 @@ private func tripled(_ value: Int) -> Int { value * 3 }
         let left = MonitoredState(Box(1), key: uniqueKey("left"))
         let right = MonitoredState(Box(2), key: uniqueKey("right"))
         let bindings = Collector<Subscription>()
-        onThreads(1, stackSize: 256 * 1024) { _ in
+        await onThreads(1, stackSize: 256 * 1024) { _ in
             bindings.append(left <~ right)
             bindings.append(right <~ left)
         }

@@ -63,9 +63,13 @@ import Testing
         let sink = TestSink<Int>(gate: gate)
         let state = SyncedState(0, key: uniqueKey(), sinks: [sink])
         state.modify(1)
-        let start = ContinuousClock.now
+        // Opens the gate much later, so a flush that ignored its deadline would return `true`
+        // instead of hanging. A clock here would measure the machine: other tests' threads can
+        // delay the deadline's task by seconds on a 2-core runner.
+        let opener = DispatchWorkItem { gate.open() }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 120, execute: opener)
         #expect(await state.flush(timeout: .milliseconds(100)) == false)
-        #expect(ContinuousClock.now - start < .seconds(10))
+        opener.cancel()
         gate.open()
         #expect(await state.flush(timeout: .seconds(20)))
         #expect(sink.versions == [1])

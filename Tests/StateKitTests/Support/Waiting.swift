@@ -28,6 +28,38 @@ func onThreads(_ count: Int, stackSize: Int? = nil, _ body: @escaping @Sendable 
     for _ in 0..<count { waitFor(done, "thread to finish") }
 }
 
+/// Runs `body` on a thread of its own and returns its result, for async tests that block or spin.
+///
+/// Swift Testing runs every test, synchronous ones too, on Swift concurrency's shared pool: two
+/// threads on a 2-core machine. A test that holds one for seconds (waiting for its writer threads,
+/// say) stalls every other test's timers meanwhile, and bounds such as `flush(timeout:)`'s then
+/// measure the stall rather than the code.
+func awayFromThePool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        Thread { continuation.resume(returning: body()) }.start()
+    }
+}
+
+/// ``onThreads(_:stackSize:_:)`` for async tests: waits without holding a thread of the shared pool.
+func onThreads(_ count: Int, stackSize: Int? = nil, _ body: @escaping @Sendable (Int) -> Void) async {
+    await awayFromThePool { onThreads(count, stackSize: stackSize, body) }
+}
+
+/// ``waitUntilDelivered(_:sourceLocation:)`` for async tests: waits without holding a thread of
+/// the shared pool.
+func waitUntilDelivered<Value: Sendable>(
+    _ state: State<Value>,
+    sourceLocation: SourceLocation = #_sourceLocation
+) async {
+    let delivered = await awayFromThePool {
+        let arrived = DispatchSemaphore(value: 0)
+        let barrier = state.addSubscriber(queue: nil, handler: .value { _ in arrived.signal() }, sendsCurrentValue: true)
+        defer { barrier.cancel() }
+        return arrived.wait(timeout: .now() + 300) == .success
+    }
+    #expect(delivered, "timed out waiting for the deliveries queued before the barrier", sourceLocation: sourceLocation)
+}
+
 /// Waits until every change made to `state` before the call has been delivered.
 ///
 /// A change queued behind another thread's delivery may still be on its way when its writer

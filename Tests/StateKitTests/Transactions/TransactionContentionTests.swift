@@ -6,9 +6,11 @@ import Testing
 /// Transactions under contention, on real threads.
 @Suite struct TransactionContentionTests {
     /// Runs `work(index)` on `count` new threads at once and waits for all, for at most `limit`.
-    private func onThreadsWithin(_ count: Int, limit: TimeInterval = 60, _ work: @escaping @Sendable (Int) -> Void)
-        -> Bool
-    {
+    private func onThreadsWithin(
+        _ count: Int,
+        limit: TimeInterval = 60,
+        _ work: @escaping @Sendable (Int) -> Void
+    ) async -> Bool {
         let group = DispatchGroup()
         for index in 0..<count {
             group.enter()
@@ -17,10 +19,10 @@ import Testing
                 group.leave()
             }.start()
         }
-        return group.wait(timeout: .now() + limit) == .success
+        return await awayFromThePool { group.wait(timeout: .now() + limit) == .success }
     }
 
-    @Test func concurrentTransfersLoseNothingAndSnapshotsSeeTheInvariant() {
+    @Test func concurrentTransfersLoseNothingAndSnapshotsSeeTheInvariant() async {
         let a = MonitoredState(10_000, key: uniqueKey("a"))
         let b = MonitoredState(10_000, key: uniqueKey("b"))
         let aVersions = Collector<UInt64>()
@@ -28,7 +30,7 @@ import Testing
         let brokenSnapshots = Collector<Int>()
         let snapshots = Atomic<Int>(0)
         let writersDone = Atomic<Int>(0)
-        let finished = onThreadsWithin(5) { index in
+        let finished = await onThreadsWithin(5) { index in
             guard index < 4 else {
                 while writersDone.load(ordering: .acquiring) < 4 {
                     let (x, y) = withStateTransaction { (a.value, b.value) }
@@ -50,7 +52,7 @@ import Testing
             }
             writersDone.add(1, ordering: .releasing)
         }
-        waitUntilDelivered(a)
+        await waitUntilDelivered(a)
         subscription.cancel()
         #expect(finished)
         #expect(brokenSnapshots.all == [])
@@ -62,9 +64,9 @@ import Testing
         #expect(aVersions.all == Array(1...20_000))
     }
 
-    @Test func transactionsTouchingContainersInOppositeOrdersFinish() {
+    @Test func transactionsTouchingContainersInOppositeOrdersFinish() async {
         let containers = (0..<4).map { MonitoredState(0, key: uniqueKey("c\($0)")) }
-        let finished = onThreadsWithin(4, limit: 30) { index in
+        let finished = await onThreadsWithin(4, limit: 30) { index in
             let order = index.isMultiple(of: 2) ? containers : containers.reversed()
             for _ in 0..<2_000 {
                 withStateTransaction {
@@ -77,10 +79,10 @@ import Testing
         #expect(containers.map(\.version) == [8_000, 8_000, 8_000, 8_000])
     }
 
-    @Test func plainWritesRacingTransactionsLoseNothing() {
+    @Test func plainWritesRacingTransactionsLoseNothing() async {
         let a = State(0, key: uniqueKey("a"))
         let b = State(0, key: uniqueKey("b"))
-        let finished = onThreadsWithin(4) { index in
+        let finished = await onThreadsWithin(4) { index in
             for _ in 0..<3_000 {
                 if index < 2 {
                     withStateTransaction {
@@ -97,19 +99,19 @@ import Testing
         #expect(b.value == 6_000)
     }
 
-    @Test func handlersWritingInsideTransactionsOnManyThreadsFinish() {
+    @Test func handlersWritingInsideTransactionsOnManyThreadsFinish() async {
         let source = MonitoredState(0, key: uniqueKey("source"))
         let mirror = MonitoredState(0, key: uniqueKey("mirror"))
         let subscription = source.subscribe { value in
             withStateTransaction { mirror.modify { $0 = max($0, value) } }
         }
-        let finished = onThreadsWithin(4) { _ in
+        let finished = await onThreadsWithin(4) { _ in
             for _ in 0..<2_000 {
                 withStateTransaction { source.modify { $0 += 1 } }
             }
         }
-        waitUntilDelivered(source)
-        waitUntilDelivered(mirror)
+        await waitUntilDelivered(source)
+        await waitUntilDelivered(mirror)
         subscription.cancel()
         #expect(finished)
         #expect(source.value == 8_000)
