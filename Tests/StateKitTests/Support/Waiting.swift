@@ -53,7 +53,8 @@ func waitUntilDelivered<Value: Sendable>(
 ) async {
     let delivered = await awayFromThePool {
         let arrived = DispatchSemaphore(value: 0)
-        let barrier = state.addSubscriber(queue: nil, handler: .value { _ in arrived.signal() }, sendsCurrentValue: true)
+        let barrier = state.addSubscriber(
+            queue: nil, handler: .value { _ in arrived.signal() }, sendsCurrentValue: true)
         defer { barrier.cancel() }
         return arrived.wait(timeout: .now() + 300) == .success
     }
