@@ -14,7 +14,7 @@ let package = Package(
         .target(name: "StateKit"),
         .target(name: "StateKitTesting", dependencies: ["StateKit"]),
         .target(name: "StateKitHTTP", dependencies: ["StateKit"]),
-        .executableTarget(name: "statekit-demo", dependencies: ["StateKit"]),
+        .executableTarget(name: "statekit-demo", dependencies: ["StateKit", "StateKitHTTP"]),
         .executableTarget(name: "statekit-sinks-helper", dependencies: ["StateKit"]),
         // A child process for the persistence tests (kill -9, round trips between processes).
         .executableTarget(name: "statekit-testhelper", dependencies: ["StateKit"]),

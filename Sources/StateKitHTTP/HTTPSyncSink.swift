@@ -5,108 +5,160 @@ import StateKit
 import FoundationNetworking
 #endif
 
-/// A remote-sync sink: sends a container's latest value as JSON to an HTTP endpoint.
+/// A remote-sync sink over standard HTTP: keeps a container and a JSON resource on a server
+/// in step, both ways, with conditional requests.
 ///
-/// Remote sync needs the newest value, not every step, so pending changes are coalesced to the
-/// newest (``StateKit/SinkPolicy/latestValue``) and each request carries one value. Each request
-/// says which change it is, so the server can keep itself consistent:
-/// - the body is the value, JSON-encoded;
-/// - `State-Version` is the change's ``StateKit/StateChange/version``: a server that already has
-///   a newer version can refuse the stale write with 409 or 412, as with `If-Match`;
-/// - `Idempotency-Key` is the change's ``StateKit/StateChange/idempotencyKey``, so a retried
-///   request the server already applied can be recognised and dropped;
-/// - `State-Key` is the container's key.
+/// Pushing: remote sync needs the newest value, not every step, so pending changes are coalesced
+/// (``StateKit/SinkPolicy/latestValue``) and each write carries the container's newest value:
+/// - the body is the value, JSON-encoded with ``encoder`` (sorted keys unless given);
+/// - `If-Match: <ETag>` with the `ETag` of the last successful answer, or `If-None-Match: *` while
+///   the resource is not known to exist, so a write never overwrites what another client wrote;
+/// - `Idempotency-Key` is the change's key and version (`"profile#7"`, a Structured Field String
+///   as draft-ietf-httpapi-idempotency-key-header says); `State-Version` and `State-Key` add the
+///   version and the container's key.
 ///
-/// Answers: 2xx is success. 409 and 412 go to the conflict handler (without one, the change is
-/// reported and dropped). 429, 5xx and network errors are retried with backoff, waiting at least
-/// what a `Retry-After` header asks. Any other status is reported and dropped: retrying cannot help.
+/// Conflicts: 412, and 409 or 404 answered to a (always conditional) write, mean the server's
+/// copy changed. The sink reads it and applies ``conflictPolicy``: ``SyncConflictPolicy/serverWins``,
+/// ``SyncConflictPolicy/clientWins`` or a three-way ``SyncConflictPolicy/merge(_:)``. After
+/// ``maximumConflictRounds`` refused rounds the change is given up and reported
+/// (``StateKit/StateDiagnostic/Kind/syncConflictUnresolved``).
+///
+/// Pulling: the container loads the server's value when it starts (unless `loadsOnStart` is
+/// `false`) and on ``StateKit/SyncedState/refresh()``, with `If-None-Match` so an unchanged
+/// resource costs a 304. A remote value enters the container as a change that is not sent back;
+/// local changes not yet sent go through the conflict policy, never overwritten silently.
+///
+/// Everything else: 2xx is success; 408, 429 and 5xx are retried with backoff, waiting at least a
+/// `Retry-After`; a redirect of a write is followed only for 307 and 308 (same origin, same method
+/// and body), any other is a failure, never counted as sent; every request fails after ``timeout``.
 ///
 /// ```swift
 /// let profile = SyncedState(Profile(), key: "profile") {
-///     HTTPSyncSink(endpoint: URL(string: "https://api.example.com/profile")!) { conflict in
-///         await refetchProfile()
+///     HTTPSyncSink(endpoint: URL(string: "https://api.example.com/profile")!, conflictPolicy: .serverWins) {
+///         request in request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
 ///     }
 /// }
 /// ```
 ///
-/// - Note: All operations on `HTTPSyncSink` are thread-safe.
-public struct HTTPSyncSink<Value: Sendable & Encodable>: StateSink {
+/// - Note: All operations on `HTTPSyncSink` are thread-safe; copies share what they know of the
+///   server, and one sink serves one container.
+public struct HTTPSyncSink<Value: Sendable & Codable>: RemoteSyncSink {
     /// How the sink is fed; ``StateKit/SinkPolicy/latestValue`` unless given.
     public let policy: SinkPolicy
-    /// Where the values are sent.
-    public let endpoint: URL
-    /// The request method; `PUT` unless given.
-    public let method: String
-    /// Extra header fields sent with every request, such as `Authorization`.
-    public let headers: [String: String]
-    /// How long a request may take before it fails (and is retried).
-    public let timeout: Duration
-    private let session: URLSession
-    private let onConflict: (@Sendable (HTTPSyncConflict<Value>) async -> Void)?
+    private let engine: HTTPSyncEngine<Value>
 
-    /// Creates a sink sending each latest value to `endpoint`.
+    /// Where the values are sent.
+    public var endpoint: URL { engine.configuration.endpoint }
+    /// The write method; `PUT` unless given.
+    public var method: String { engine.configuration.method }
+    /// Extra header fields sent with every request, such as `Authorization`.
+    public var headers: [String: String] { engine.configuration.headers }
+    /// How long a request may take, from sending to the last byte of the answer, before it fails
+    /// (and is retried).
+    public var timeout: Duration { engine.configuration.timeout }
+    /// What happens when the server's copy changed under a write or a pull.
+    public var conflictPolicy: SyncConflictPolicy<Value> { engine.configuration.conflictPolicy }
+    /// How many refused writes in a row one change may meet before it is given up.
+    public var maximumConflictRounds: Int { engine.configuration.maximumConflictRounds }
+
+    /// Creates a sink keeping `endpoint` and its container in step.
     ///
     /// - Parameters:
     ///   - endpoint: The URL of the resource that mirrors the container.
-    ///   - method: The request method; default `PUT`.
+    ///   - method: The write method; default `PUT`.
     ///   - headers: Extra header fields for every request.
     ///   - timeout: How long a request may take; default 30 seconds.
+    ///   - encoder: Encodes request bodies; default a `JSONEncoder` with `.sortedKeys`, so equal
+    ///     values make equal bytes. A given encoder is used as it is.
+    ///   - decoder: Decodes the server's value; default a `JSONDecoder`.
+    ///   - conflictPolicy: How conflicts are resolved; default ``SyncConflictPolicy/serverWins``.
+    ///   - maximumConflictRounds: At least 1; default 3.
+    ///   - loadsOnStart: Whether the container loads the server's value before its first write;
+    ///     default `true`.
     ///   - policy: Batching, buffering and retries; default ``StateKit/SinkPolicy/latestValue``.
-    ///   - session: The session to send with; default an ephemeral session of the sink's own.
-    ///   - onConflict: Told when the server refuses a change as stale (409 or 412). The change then
-    ///     counts as handled. Without a handler, it is reported and dropped.
+    ///   - configuration: The URL session configuration; default `.ephemeral`. The sink sets its
+    ///     timeouts and handles redirects itself.
+    ///   - prepare: Called with every request just before it is sent, to add credentials, sign it
+    ///     or log it; throw to fail the attempt (it is retried).
+    public init(
+        endpoint: URL,
+        method: String = "PUT",
+        headers: [String: String] = [:],
+        timeout: Duration = .seconds(30),
+        encoder: JSONEncoder = HTTPSyncSink.sortedKeysEncoder(),
+        decoder: JSONDecoder = JSONDecoder(),
+        conflictPolicy: SyncConflictPolicy<Value> = .serverWins,
+        maximumConflictRounds: Int = 3,
+        loadsOnStart: Bool = true,
+        policy: SinkPolicy = .latestValue,
+        configuration: URLSessionConfiguration = .ephemeral,
+        prepare: (@Sendable (inout URLRequest) async throws -> Void)? = nil
+    ) {
+        precondition(maximumConflictRounds >= 1, "HTTPSyncSink.maximumConflictRounds must be at least 1")
+        self.policy = policy
+        engine = HTTPSyncEngine(
+            configuration: .init(
+                endpoint: endpoint, method: method, headers: headers, timeout: timeout, encoder: encoder,
+                decoder: decoder, prepare: prepare, conflictPolicy: conflictPolicy,
+                maximumConflictRounds: maximumConflictRounds, loadsOnStart: loadsOnStart, onConflict: nil),
+            sessionConfiguration: configuration)
+    }
+
+    /// Creates a sink that hands 409 and 412 answers to `onConflict` instead of resolving them.
+    @available(
+        *, deprecated,
+        message:
+            "use init(endpoint:method:headers:timeout:encoder:decoder:conflictPolicy:...) and a SyncConflictPolicy; the session's configuration is used, with the sink's own redirect handling"
+    )
     public init(
         endpoint: URL,
         method: String = "PUT",
         headers: [String: String] = [:],
         timeout: Duration = .seconds(30),
         policy: SinkPolicy = .latestValue,
-        session: URLSession = URLSession(configuration: .ephemeral),
+        session: URLSession,
         onConflict: (@Sendable (HTTPSyncConflict<Value>) async -> Void)? = nil
     ) {
-        self.endpoint = endpoint
-        self.method = method
-        self.headers = headers
-        self.timeout = timeout
         self.policy = policy
-        self.session = session
-        self.onConflict = onConflict
+        engine = HTTPSyncEngine(
+            configuration: .init(
+                endpoint: endpoint, method: method, headers: headers, timeout: timeout,
+                encoder: HTTPSyncSink.sortedKeysEncoder(), decoder: JSONDecoder(), prepare: nil,
+                conflictPolicy: .serverWins, maximumConflictRounds: 3, loadsOnStart: false, onConflict: onConflict),
+            sessionConfiguration: session.configuration)
     }
 
-    /// Sends the newest change of `changes` (older ones are superseded by it).
+    /// A `JSONEncoder` writing keys in sorted order: the default ``HTTPSyncSink`` encoder.
+    public static func sortedKeysEncoder() -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return encoder
+    }
+
+    /// Writes the container's newest value (changes older than it are superseded).
     ///
-    /// - Throws: ``HTTPSyncError`` for an answer that is not a success or a handled conflict;
-    ///   `URLError` for network failures (retried).
+    /// - Throws: ``HTTPSyncError`` for an answer that is not a success or a resolved conflict;
+    ///   `URLError` for network failures and timeouts (retried).
     public func send(_ changes: [StateChange<Value>]) async throws {
         guard let change = changes.last else { return }
-        let (seconds, attoseconds) = timeout.components
-        var request = URLRequest(url: endpoint, timeoutInterval: Double(seconds) + Double(attoseconds) / 1e18)
-        request.httpMethod = method
-        for (field, value) in headers { request.setValue(value, forHTTPHeaderField: field) }
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.setValue(String(change.version), forHTTPHeaderField: "State-Version")
-        request.setValue(change.idempotencyKey, forHTTPHeaderField: "Idempotency-Key")
-        request.setValue(change.key, forHTTPHeaderField: "State-Key")
-        request.httpBody = try JSONEncoder().encode(change.newValue)
-        let (body, response) = try await session.data(for: request)
-        guard let response = response as? HTTPURLResponse else {
-            throw URLError(.badServerResponse)
-        }
-        let status = response.statusCode
-        switch status {
-        case 200..<300:
-            return
-        case 409, 412:
-            guard let onConflict else {
-                throw HTTPSyncError(statusCode: status, body: body, retryAfter: nil, isRetryable: false)
-            }
-            await onConflict(HTTPSyncConflict(change: change, statusCode: status, body: body))
-        case 429, 500..<600:
-            let retryAfter = response.value(forHTTPHeaderField: "Retry-After").flatMap { Self.retryAfter(from: $0) }
-            throw HTTPSyncError(statusCode: status, body: body, retryAfter: retryAfter, isRetryable: true)
-        default:
-            throw HTTPSyncError(statusCode: status, body: body, retryAfter: nil, isRetryable: false)
-        }
+        try await engine.push(change)
+    }
+
+    /// Takes the channel into the container; called by ``StateKit/SyncedState``.
+    public func connect(_ channel: RemoteChannel<Value>) {
+        engine.connect(channel)
+    }
+
+    /// Loads the server's value into the container (a 304 when it has not changed).
+    ///
+    /// - Throws: ``HTTPSyncError`` or `URLError` when the server cannot be read.
+    public func refresh() async throws {
+        try await engine.pull()
+    }
+
+    /// The `ETag` the next write is conditional on; `nil` while the resource is not known to exist.
+    public var currentETag: String? {
+        get async { await engine.currentETag }
     }
 
     /// The wait a `Retry-After` field asks for: delay-seconds or an HTTP date.
@@ -121,33 +173,5 @@ public struct HTTPSyncSink<Value: Sendable & Encodable>: StateSink {
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
         guard let date = formatter.date(from: trimmed) else { return nil }
         return .milliseconds(max(0, Int((date.timeIntervalSince(now) * 1000).rounded(.up))))
-    }
-}
-
-/// A change a server refused as stale (409 Conflict or 412 Precondition Failed).
-public struct HTTPSyncConflict<Value: Sendable>: Sendable {
-    /// The change that was refused.
-    public let change: StateChange<Value>
-    /// 409 or 412.
-    public let statusCode: Int
-    /// The response body, often the server's current version of the resource.
-    public let body: Data
-}
-
-/// An HTTP answer that was neither a success nor a handled conflict.
-public struct HTTPSyncError: StateSinkError, CustomStringConvertible {
-    /// The response's status code.
-    public let statusCode: Int
-    /// The response body.
-    public let body: Data
-    /// The wait the server asked for with `Retry-After`, if any.
-    public let retryAfter: Duration?
-    /// Whether the request may succeed later: `true` for 429 and 5xx.
-    public let isRetryable: Bool
-
-    /// `"HTTP 503 (retryable)"`, with the body's first 200 characters.
-    public var description: String {
-        let text = String(decoding: body.prefix(200), as: UTF8.self)
-        return "HTTP \(statusCode) (\(isRetryable ? "retryable" : "not retryable"))\(text.isEmpty ? "" : ": \(text)")"
     }
 }

@@ -13,6 +13,7 @@ let sections: [TourSection] = [
     storeSection,
     persistenceSection,
     syncSection,
+    remoteSection,
     observationSection,
 ]
 

@@ -25,7 +25,7 @@
 /// - Note: All operations on `SyncedState` are thread-safe. A subclass must restate
 ///   `@unchecked Sendable`.
 open class SyncedState<Value: Sendable>: MonitoredState<Value> {
-    private let pipelines: [SinkPipeline<Value>]
+    let pipelines: [SinkPipeline<Value>]
     private var sinkSubscription: Subscription?
 
     /// Creates a container holding `defaultValue` whose changes go to `sinks`.
@@ -66,6 +66,7 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
             },
             sendsCurrentValue: false
         )
+        connectRemoteSinks(sinks)
     }
 
     /// Creates a container whose sinks are listed in a block.

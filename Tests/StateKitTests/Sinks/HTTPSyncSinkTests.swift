@@ -2,8 +2,10 @@ import Foundation
 import StateKit
 import Testing
 
-@testable import StateKitHTTP  // for HTTPSyncSink.retryAfter(from:now:), the Retry-After parser
+@testable import StateKitHTTP  // for HTTPSyncSink.retryAfter(from:now:) and the Idempotency-Key form
 
+/// The sink against the hostile fixture server: what real servers cannot be made to do
+/// (503 with Retry-After, never answering, redirects) and the exact bytes of requests.
 @Suite(.timeLimit(.minutes(1))) struct HTTPSyncSinkTests {
     struct Profile: Codable, Equatable, Sendable {
         var name: String
@@ -20,33 +22,67 @@ import Testing
         return policy
     }
 
-    @Test func sendsTheLatestValueAsJSONWithVersionAndIdempotencyHeaders() async throws {
-        let server = try FixtureHTTPServer()
+    @Test func writesSortedJSONConditionallyWithTheDraftIdempotencyKey() async throws {
+        let server = try FixtureHTTPServer(script: [.init(status: 201, headers: ["ETag": "\"e1\""])])
         defer { server.stop() }
         let key = uniqueKey()
         let state = SyncedState(Profile(name: "a", visits: 0), key: key) {
-            HTTPSyncSink(endpoint: server.url, headers: ["Authorization": "Bearer t"], policy: retries())
+            HTTPSyncSink(
+                endpoint: server.url, headers: ["Authorization": "Bearer t"], loadsOnStart: false, policy: retries()
+            ) {
+                request in request.setValue("signed", forHTTPHeaderField: "X-Signature")
+            }
         }
         state.modify { $0.visits = 1 }
         await state.flush()
+        state.modify { $0.visits = 2 }
+        await state.flush()
         let requests = server.requests
-        #expect(requests.count == 1)
-        let request = try #require(requests.first)
-        #expect(request.method == "PUT")
-        #expect(request.path == "/state")
-        #expect(request.headers["state-version"] == "1")
-        #expect(request.headers["idempotency-key"] == "\(key)#1")
-        #expect(request.headers["state-key"] == key)
-        #expect(request.headers["authorization"] == "Bearer t")
-        #expect(request.headers["content-type"] == "application/json")
-        #expect(try JSONDecoder().decode(Profile.self, from: request.body) == Profile(name: "a", visits: 1))
-        #expect(state.statistics[0].sent == 1)
+        #expect(requests.count == 2)
+        let first = try #require(requests.first)
+        #expect(first.method == "PUT")
+        #expect(first.path == "/state")
+        #expect(first.headers["if-none-match"] == "*")
+        #expect(first.headers["if-match"] == nil)
+        #expect(first.headers["idempotency-key"] == "\"\(key)#1\"")
+        #expect(first.headers["state-version"] == "1")
+        #expect(first.headers["state-key"] == key)
+        #expect(first.headers["authorization"] == "Bearer t")
+        #expect(first.headers["x-signature"] == "signed")
+        #expect(first.headers["content-type"] == "application/json")
+        #expect(String(decoding: first.body, as: UTF8.self) == #"{"name":"a","visits":1}"#)
+        #expect(requests.last?.headers["if-match"] == "\"e1\"")
+        #expect(requests.last?.headers["if-none-match"] == nil)
+        #expect(state.statistics[0].sent == 2)
+    }
+
+    @Test func theGivenEncoderWritesTheBody() async throws {
+        let server = try FixtureHTTPServer()
+        defer { server.stop() }
+        let encoder = JSONEncoder()
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        encoder.outputFormatting = .sortedKeys
+        struct Tagged: Codable, Sendable { var firstName = "Ada" }
+        let state = SyncedState(Tagged(), key: uniqueKey()) {
+            HTTPSyncSink(endpoint: server.url, encoder: encoder, loadsOnStart: false, policy: retries())
+        }
+        state.modify { $0.firstName = "Grace" }
+        await state.flush()
+        #expect(server.requests.map { String(decoding: $0.body, as: UTF8.self) } == [#"{"first_name":"Grace"}"#])
+    }
+
+    @Test func idempotencyKeyIsAStructuredFieldString() {
+        #expect(HTTPSyncEngine<Int>.idempotencyKeyField("cart#7") == #""cart#7""#)
+        #expect(HTTPSyncEngine<Int>.idempotencyKeyField(#"a"b\c#1"#) == #""a\"b\\c#1""#)
+        #expect(HTTPSyncEngine<Int>.idempotencyKeyField("caf\u{e9} 50%#2") == #""caf%C3%A9 50%25#2""#)
     }
 
     @Test func pendingChangesAreCoalescedToTheNewest() async throws {
         let server = try FixtureHTTPServer(script: [FixtureHTTPServer.Response(status: 200, waitsForRelease: true)])
         defer { server.stop() }
-        let state = SyncedState(0, key: uniqueKey()) { HTTPSyncSink(endpoint: server.url, policy: retries()) }
+        let state = SyncedState(0, key: uniqueKey()) {
+            HTTPSyncSink(endpoint: server.url, loadsOnStart: false, policy: retries())
+        }
         state.modify(1)
         await server.received(1)  // version 1 is on the wire, its answer held
         for value in 2...20 { state.modify(value) }
@@ -56,50 +92,109 @@ import Testing
         #expect(requests.map { $0.headers["state-version"] } == ["1", "20"])
         #expect(requests.last.map { String(decoding: $0.body, as: UTF8.self) } == "20")
         #expect(state.statistics[0].coalesced == 18)
-        #expect(state.statistics[0].sent == 2)
     }
 
-    @Test func serverErrorsAndTooManyRequestsAreRetried() async throws {
+    @Test func serviceUnavailableIsRetriedNoSoonerThanRetryAfter() async throws {
         let server = try FixtureHTTPServer(script: [
-            .init(status: 503),
+            .init(status: 503, headers: ["Retry-After": "1"]),
             .init(status: 429, headers: ["Retry-After": "0"]),
             .init(status: 500),
         ])
         defer { server.stop() }
-        let state = SyncedState(0, key: uniqueKey()) { HTTPSyncSink(endpoint: server.url, policy: retries()) }
+        let state = SyncedState(0, key: uniqueKey()) {
+            HTTPSyncSink(endpoint: server.url, loadsOnStart: false, policy: retries())
+        }
+        let start = ContinuousClock.now
         state.modify(7)
         await state.flush()
+        #expect(ContinuousClock.now - start >= .milliseconds(950))
         #expect(server.requests.count == 4)
         #expect(Set(server.requests.map { $0.headers["idempotency-key"] }).count == 1)
         let statistics = state.statistics[0]
         #expect(statistics.sent == 1)
         #expect(statistics.retried == 3)
-        #expect(statistics.lastError?.hasPrefix("HTTP 500") == true)
     }
 
-    @Test(arguments: [409, 412])
-    func staleWriteRefusalGoesToTheConflictHandler(status: Int) async throws {
-        let server = try FixtureHTTPServer(script: [.init(status: status, body: Data("{\"version\":9}".utf8))])
+    @Test func aServerThatNeverAnswersFailsAfterTheTimeout() async throws {
+        let server = try FixtureHTTPServer(script: [.init(status: 200, waitsForRelease: true)])
+        defer {
+            server.release()
+            server.stop()
+        }
+        let key = uniqueKey()
+        let state = SyncedState(0, key: key) {
+            HTTPSyncSink(endpoint: server.url, timeout: .milliseconds(300), loadsOnStart: false, policy: retries(1))
+        }
+        let start = ContinuousClock.now
+        state.modify(1)
+        await state.flush()
+        #expect(ContinuousClock.now - start < .seconds(10))  // not URLSession's 60 s
+        #expect(state.statistics[0].failed == 1)
+        #expect(state.statistics[0].sent == 0)
+        #expect(DiagnosticsRecorder.diagnostics(involving: key).contains { $0.kind == .sinkGaveUp })
+    }
+
+    @Test(arguments: [307, 308])
+    func aWriteRedirectedWith307Or308KeepsMethodAndBody(status: Int) async throws {
+        let server = try FixtureHTTPServer(script: [.init(status: status, headers: ["Location": "/moved"])])
         defer { server.stop() }
-        let conflicts = Collector<HTTPSyncConflict<Int>>()
-        let state = SyncedState(0, key: uniqueKey()) {
-            HTTPSyncSink(endpoint: server.url, policy: retries()) { conflicts.append($0) }
+        let state = SyncedState(Profile(name: "a", visits: 0), key: uniqueKey()) {
+            HTTPSyncSink(endpoint: server.url, loadsOnStart: false, policy: retries())
+        }
+        state.modify { $0.visits = 3 }
+        await state.flush()
+        let requests = server.requests
+        #expect(requests.map(\.path) == ["/state", "/moved"])
+        #expect(requests.map(\.method) == ["PUT", "PUT"])
+        #expect(requests.last?.body == requests.first?.body)
+        #expect(requests.last?.headers["if-none-match"] == "*")
+        #expect(state.statistics[0].sent == 1)
+    }
+
+    @Test(arguments: [301, 302, 303])
+    func anyOtherRedirectOfAWriteIsAFailureNeverCountedAsSent(status: Int) async throws {
+        let server = try FixtureHTTPServer(script: [.init(status: status, headers: ["Location": "/moved"])])
+        defer { server.stop() }
+        let key = uniqueKey()
+        let state = SyncedState(0, key: key) {
+            HTTPSyncSink(endpoint: server.url, loadsOnStart: false, policy: retries())
         }
         state.modify(1)
         await state.flush()
-        #expect(server.requests.count == 1)
-        #expect(conflicts.all.map(\.statusCode) == [status])
-        #expect(conflicts.all.map(\.change.version) == [1])
-        #expect(conflicts.all.first.map { String(decoding: $0.body, as: UTF8.self) } == "{\"version\":9}")
-        #expect(state.statistics[0].failed == 0)
+        #expect(server.requests.map(\.path) == ["/state"])
+        #expect(state.statistics[0].sent == 0)
+        #expect(state.statistics[0].failed == 1)
+        #expect(DiagnosticsRecorder.diagnostics(involving: key).contains { $0.kind == .sinkRejected })
     }
 
-    @Test(arguments: [400, 404, 409])
+    @Test func conflictRoundsAreBoundedThenReported() async throws {
+        let remote = FixtureHTTPServer.Response(status: 200, headers: ["ETag": "\"r\""], body: Data("5".utf8))
+        let refused = FixtureHTTPServer.Response(status: 412)
+        let server = try FixtureHTTPServer(script: [refused, remote, refused, remote, refused, remote, refused])
+        defer { server.stop() }
+        let key = uniqueKey()
+        let state = SyncedState(0, key: key) {
+            HTTPSyncSink(
+                endpoint: server.url, conflictPolicy: .clientWins, maximumConflictRounds: 3, loadsOnStart: false,
+                policy: retries())
+        }
+        state.modify(1)
+        await state.flush()
+        #expect(server.requests.map(\.method) == ["PUT", "GET", "PUT", "GET", "PUT", "GET", "PUT"])
+        #expect(server.requests.dropFirst(2).first?.headers["if-match"] == "\"r\"")
+        #expect(state.statistics[0].failed == 1)
+        #expect(DiagnosticsRecorder.diagnostics(involving: key).contains { $0.kind == .syncConflictUnresolved })
+        #expect(state.value == 1)
+    }
+
+    @Test(arguments: [400, 403, 405])
     func otherClientErrorsAreReportedAndDropped(status: Int) async throws {
         let server = try FixtureHTTPServer(script: [.init(status: status)])
         defer { server.stop() }
         let key = uniqueKey()
-        let state = SyncedState(0, key: key) { HTTPSyncSink(endpoint: server.url, policy: retries()) }
+        let state = SyncedState(0, key: key) {
+            HTTPSyncSink(endpoint: server.url, loadsOnStart: false, policy: retries())
+        }
         state.modify(1)
         await state.flush()
         state.modify(2)
@@ -123,6 +218,17 @@ import Testing
         #expect(statistics.retried == 2)
         #expect(statistics.lastError != nil)
         #expect(DiagnosticsRecorder.diagnostics(involving: key).contains { $0.kind == .sinkGaveUp })
+    }
+
+    @Test func anUndecodableServerValueIsAnErrorNamingTheType() async throws {
+        let server = try FixtureHTTPServer(script: [.init(status: 200, body: Data("not json".utf8))])
+        defer { server.stop() }
+        let state = SyncedState(0, key: uniqueKey()) {
+            HTTPSyncSink(endpoint: server.url, loadsOnStart: false, policy: retries())
+        }
+        let error = await #expect(throws: HTTPSyncError.self) { try await state.refresh() }
+        #expect(error?.description.contains("cannot be decoded as Int") == true)
+        #expect(state.version == 0)
     }
 
     @Test func retryAfterIsReadAsSecondsOrAnHTTPDate() throws {

@@ -123,7 +123,14 @@ final class FixtureHTTPServer: @unchecked Sendable {
     private func record(_ request: Request) -> Response {
         lock.lock()
         recorded.append(request)
-        let response = script.isEmpty ? fallback : script.removeFirst()
+        var response = script.isEmpty ? fallback : script.removeFirst()
+        // A write accepted without an ETag would make the sink read it back (as it does with
+        // Apache); the fixture answers like most servers, with a fresh ETag, unless scripted.
+        if request.method != "GET", (200..<300).contains(response.status),
+            !response.headers.keys.contains(where: { $0.lowercased() == "etag" })
+        {
+            response.headers["ETag"] = "\"fixture-\(recorded.count)\""
+        }
         let ready = countWaiters.filter { $0.count <= recorded.count }
         countWaiters.removeAll { $0.count <= recorded.count }
         lock.unlock()
