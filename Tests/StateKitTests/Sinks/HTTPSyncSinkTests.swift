@@ -14,10 +14,12 @@ import Testing
 
     init() { DiagnosticsRecorder.start() }
 
-    private func retries(_ attempts: Int = 5) -> SinkPolicy {
+    /// Retries at once, except when a server's Retry-After asks for a pause (up to `maximumDelay`;
+    /// a longer one pauses the sink).
+    private func retries(_ attempts: Int = 5, maximumDelay: Duration = .microseconds(10)) -> SinkPolicy {
         var policy = SinkPolicy.latestValue
         policy.retry = RetryPolicy(
-            initialDelay: .microseconds(1), maximumDelay: .microseconds(10), maximumAttempts: attempts)
+            initialDelay: .microseconds(1), maximumDelay: maximumDelay, maximumAttempts: attempts)
         policy.afterRepeatedFailures = .giveUpAndReport
         return policy
     }
@@ -102,7 +104,7 @@ import Testing
         ])
         defer { server.stop() }
         let state = SyncedState(0, key: uniqueKey()) {
-            HTTPSyncSink(endpoint: server.url, loadsOnStart: false, policy: retries())
+            HTTPSyncSink(endpoint: server.url, loadsOnStart: false, policy: retries(maximumDelay: .seconds(5)))
         }
         let start = ContinuousClock.now
         state.modify(7)
