@@ -22,7 +22,7 @@ import Testing
         seconds: Double,
         _ call: @escaping @Sendable (Int) -> Void
     ) async -> Load {
-        await awayFromThePool { measureBlocking(state, writers: writers, seconds: seconds, call) }
+        await contending { measureBlocking(state, writers: writers, seconds: seconds, call) }
     }
 
     func measureBlocking<Value: Sendable>(
@@ -151,13 +151,15 @@ import Testing
     @Test func writersOnTheGlobalQueueWaitingAtTheLimitDoNotStarveTheDeliverer() async {
         let state = MonitoredState(0, key: uniqueKey())
         let subscription = state.subscribe { _ in usleep(50) }
-        let group = DispatchGroup()
-        for _ in 0..<(2 * ProcessInfo.processInfo.activeProcessorCount) {
-            DispatchQueue.global().async(group: group) {
-                for _ in 0..<1_500 { state.modify { $0 += 1 } }
+        let finished = await contending {
+            let group = DispatchGroup()
+            for _ in 0..<(2 * ProcessInfo.processInfo.activeProcessorCount) {
+                DispatchQueue.global().async(group: group) {
+                    for _ in 0..<1_500 { state.modify { $0 += 1 } }
+                }
             }
+            return group.wait(timeout: .now() + 60) == .success
         }
-        let finished = await awayFromThePool { group.wait(timeout: .now() + 60) == .success }
         #expect(finished)
         await waitUntilDelivered(state)
         #expect(state.value == 3_000 * ProcessInfo.processInfo.activeProcessorCount)
@@ -174,15 +176,15 @@ import Testing
         let b = MonitoredState(Pair(), key: uniqueKey("b"))
         let aToB = a.own.subscribe { value in if value > 0 { b.fromOther.modify { $0 += 1 } } }
         let bToA = b.own.subscribe { value in if value > 0 { a.fromOther.modify { $0 += 1 } } }
-        let finished = DispatchSemaphore(value: 0)
-        for container in [a, b] {
-            Thread {
-                for _ in 0..<2_000 { container.own.modify { $0 += 1 } }
-                finished.signal()
-            }.start()
-        }
-        let writersFinished = await awayFromThePool {
-            (0..<2).allSatisfy { _ in finished.wait(timeout: .now() + 60) == .success }
+        let writersFinished = await contending {
+            let finished = DispatchSemaphore(value: 0)
+            for container in [a, b] {
+                Thread {
+                    for _ in 0..<2_000 { container.own.modify { $0 += 1 } }
+                    finished.signal()
+                }.start()
+            }
+            return (0..<2).allSatisfy { _ in finished.wait(timeout: .now() + 60) == .success }
         }
         #expect(writersFinished)
         await waitUntilDelivered(a)

@@ -40,9 +40,44 @@ func awayFromThePool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> 
     }
 }
 
-/// ``onThreads(_:stackSize:_:)`` for async tests: waits without holding a thread of the shared pool.
+/// Runs `body` as ``awayFromThePool(_:)`` does, one such run at a time in the test process.
+///
+/// For tests that start threads contending for a container: run together, a dozen of them
+/// oversubscribe a 2-core machine (more so under the thread sanitizer) until each takes minutes.
+func contending<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await ContentionTurn.shared.take()
+    let result = await awayFromThePool(body)
+    await ContentionTurn.shared.pass()
+    return result
+}
+
+/// The turn ``contending(_:)`` hands from one test to the next, first come first served.
+private actor ContentionTurn {
+    static let shared = ContentionTurn()
+    private var isTaken = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    func take() async {
+        guard isTaken else {
+            isTaken = true
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    func pass() {
+        if waiting.isEmpty {
+            isTaken = false
+        } else {
+            waiting.removeFirst().resume()
+        }
+    }
+}
+
+/// ``onThreads(_:stackSize:_:)`` for async tests: waits without holding a thread of the shared
+/// pool, and takes its turn with other ``contending(_:)`` runs.
 func onThreads(_ count: Int, stackSize: Int? = nil, _ body: @escaping @Sendable (Int) -> Void) async {
-    await awayFromThePool { onThreads(count, stackSize: stackSize, body) }
+    await contending { onThreads(count, stackSize: stackSize, body) }
 }
 
 /// ``waitUntilDelivered(_:sourceLocation:)`` for async tests: waits without holding a thread of

@@ -11,15 +11,17 @@ import Testing
         limit: TimeInterval = 60,
         _ work: @escaping @Sendable (Int) -> Void
     ) async -> Bool {
-        let group = DispatchGroup()
-        for index in 0..<count {
-            group.enter()
-            Thread {
-                work(index)
-                group.leave()
-            }.start()
+        await contending {
+            let group = DispatchGroup()
+            for index in 0..<count {
+                group.enter()
+                Thread {
+                    work(index)
+                    group.leave()
+                }.start()
+            }
+            return group.wait(timeout: .now() + limit) == .success
         }
-        return await awayFromThePool { group.wait(timeout: .now() + limit) == .success }
     }
 
     @Test func concurrentTransfersLoseNothingAndSnapshotsSeeTheInvariant() async {
