@@ -9,8 +9,8 @@ import FoundationNetworking
 
 /// The conformance matrix: the same test code against three real servers nobody here wrote
 /// (Apache httpd + mod_dav, wsgidav, moto's S3 server), each started on 127.0.0.1 by the test and
-/// stopped by it. The rows a real server cannot produce (503 with Retry-After, a server that never
-/// answers, redirects) are in `HTTPSyncSinkTests`, against the hostile fixture server.
+/// stopped by it. Apache, configured to, also redirects writes and answers 503 with Retry-After;
+/// a server that never answers is only in `HTTPSyncSinkTests`, against the hostile fixture server.
 @Suite(.timeLimit(.minutes(2)), .serialized) struct HTTPConformanceTests {
     struct Note: Codable, Equatable, Sendable {
         var text: String
@@ -210,6 +210,62 @@ import FoundationNetworking
             await state.flush()
             #expect(try await serverValue(server, url)?.text == "local")
             #expect(state.statistics[0].failed == 0)
+        }
+    }
+
+    @Test(arguments: [307, 308])
+    func aWriteRedirectedWith307Or308ByApacheKeepsMethodAndBody(status: Int) async throws {
+        try await with(.apache) { server async throws in
+            let name = "r-\(UUID().uuidString).json"
+            let state = SyncedState(Note(text: ""), key: uniqueKey()) {
+                sink(server, server.resource("moved-\(status)/\(name)"))
+            }
+            state.modify { $0.text = "redirected" }
+            await state.flush()
+            #expect(try await serverValue(server, server.resource(name)) == Note(text: "redirected"))
+            #expect(state.statistics[0].sent == 1)
+            #expect(state.statistics[0].failed == 0)
+        }
+    }
+
+    @Test(arguments: [301, 302])
+    func anyOtherRedirectOfAWriteByApacheIsAFailureNeverCountedAsSent(status: Int) async throws {
+        try await with(.apache) { server async throws in
+            let name = "r-\(UUID().uuidString).json"
+            let state = SyncedState(Note(text: ""), key: uniqueKey()) {
+                sink(server, server.resource("moved-\(status)/\(name)"))
+            }
+            state.modify { $0.text = "not sent" }
+            await state.flush()
+            #expect(try await serverValue(server, server.resource(name)) == nil)
+            #expect(state.statistics[0].sent == 0)
+            #expect(state.statistics[0].failed == 1)
+        }
+    }
+
+    @Test func serviceUnavailableFromApacheIsRetriedNoSoonerThanRetryAfter() async throws {
+        try await with(.apache) { server async throws in
+            let root = server.directory.appending(path: "root")
+            try FileManager.default.createDirectory(at: root.appending(path: "busy"), withIntermediateDirectories: true)
+            let flag = root.appending(path: "busy.flag")
+            try Data().write(to: flag)
+            var policy = SinkPolicy.latestValue
+            policy.retry = RetryPolicy(initialDelay: .milliseconds(1), maximumDelay: .seconds(5), maximumAttempts: 100)
+            let state = SyncedState(Note(text: ""), key: uniqueKey()) {
+                HTTPSyncSink(endpoint: server.resource("busy/r.json"), loadsOnStart: false, policy: policy)
+            }
+            let start = ContinuousClock.now
+            state.modify { $0.text = "after the pause" }
+            let deadline = ContinuousClock.now + .seconds(60)
+            while state.statistics[0].retried == 0 && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            try FileManager.default.removeItem(at: flag)
+            await state.flush()
+            #expect(ContinuousClock.now - start >= .milliseconds(950))
+            #expect(try await serverValue(server, server.resource("busy/r.json")) == Note(text: "after the pause"))
+            #expect(state.statistics[0].sent == 1)
+            #expect(state.statistics[0].retried >= 1)
         }
     }
 }

@@ -188,6 +188,9 @@ final class RealHTTPServer: @unchecked Sendable {
         LoadModule authz_core_module modules/mod_authz_core.so
         LoadModule dav_module modules/mod_dav.so
         LoadModule dav_fs_module modules/mod_dav_fs.so
+        LoadModule alias_module modules/mod_alias.so
+        LoadModule rewrite_module modules/mod_rewrite.so
+        LoadModule headers_module modules/mod_headers.so
         DAVLockDB "\(directory.path)/davlock"
         # Content digests: the default (size and mtime) is a weak ETag for a second after each
         # write, and If-Match never matches a weak ETag.
@@ -197,6 +200,16 @@ final class RealHTTPServer: @unchecked Sendable {
           Dav On
           Require all granted
         </Directory>
+        # Hostile rows of the matrix: redirects of a write, and 503 + Retry-After while
+        # root/busy.flag exists.
+        Redirect 307 "/moved-307/" "/"
+        Redirect 308 "/moved-308/" "/"
+        Redirect 301 "/moved-301/" "/"
+        Redirect 302 "/moved-302/" "/"
+        RewriteEngine On
+        RewriteCond "\(directory.path)/root/busy.flag" -f
+        RewriteRule "^/busy/" - [R=503,L]
+        Header always set Retry-After "1" "expr=%{REQUEST_STATUS} == 503"
         """
     }
 
