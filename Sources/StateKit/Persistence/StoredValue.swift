@@ -17,7 +17,7 @@ import Foundation
 /// or recorded, so every container ends on the value with the highest sequence, whatever order
 /// the deliveries race in. Saves and reads of the storage are serialised by `ioLock`; nothing
 /// calls a container while holding a lock of this object.
-final class StoredValue<Value>: @unchecked Sendable {
+final class StoredValue<Value>: RetirableStoredValue, @unchecked Sendable {
     let key: String
     let codec: StoredValueCodec<Value>
     /// The value when storage holds none (the first container's default).
@@ -117,6 +117,17 @@ final class StoredValue<Value>: @unchecked Sendable {
     }
 
     // MARK: Saving
+
+    func retire() -> Bool {
+        guard lock.withLock({ members.allSatisfy { $0.member == nil } }) else { return false }
+        flush()
+        lock.withLock {
+            persisting = false
+            members = []
+        }
+        ioLock.withLock { watchToken = nil }
+        return true
+    }
 
     private func scheduleSave(after delay: Double = 0) {
         if savesInline && delay == 0 {

@@ -3,7 +3,7 @@
 /// are reported.
 final class StoredValueRegistry: @unchecked Sendable {
     private struct Entry {
-        weak var storedValue: AnyObject?
+        weak var storedValue: (any RetirableStoredValue)?
         let type: Any.Type
     }
 
@@ -28,7 +28,8 @@ final class StoredValueRegistry: @unchecked Sendable {
         (found, conflictingType) = lock.withLock {
             if let entry = entries[name], let live = entry.storedValue {
                 if let shared = live as? StoredValue<Value> { return (shared, nil) }
-                return (nil, entry.type)
+                // No container holds the other type any more; only a save in flight kept it.
+                guard live.retire() else { return (nil, entry.type) }
             }
             if entries.count > 64 && entries.count.isMultiple(of: 64) {
                 entries = entries.filter { $0.value.storedValue != nil }
@@ -44,4 +45,11 @@ final class StoredValueRegistry: @unchecked Sendable {
         found?.prepare()
         return found
     }
+}
+
+/// A stored value of any type, as the registry sees one it may have to replace.
+protocol RetirableStoredValue: AnyObject {
+    /// If no container holds the value any more: finishes its pending save and stops it from
+    /// saving or watching again, and returns `true`; otherwise returns `false`.
+    func retire() -> Bool
 }
