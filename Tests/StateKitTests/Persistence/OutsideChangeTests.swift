@@ -141,6 +141,8 @@ import Glibc
         #expect(try await heard.next(timeout: .seconds(10)) == [42])
         #expect(ContinuousClock.now - start < .seconds(1))
         state ~> 43
+        // Saved when delivered: here after the delivery of 42, which may still be running.
+        await waitUntilDelivered(state)
         #expect(suite.defaults.integer(forKey: key) == 43)
     }
 
