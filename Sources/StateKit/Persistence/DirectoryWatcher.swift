@@ -154,7 +154,8 @@ final class DirectoryWatcher: @unchecked Sendable {
         #endif
         if needsTimer && timer == nil {
             let timer = DispatchSource.makeTimerSource(queue: queue)
-            timer.schedule(deadline: .now() + Self.pollInterval, repeating: Self.pollInterval, leeway: .milliseconds(50))
+            timer.schedule(
+                deadline: .now() + Self.pollInterval, repeating: Self.pollInterval, leeway: .milliseconds(50))
             timer.setEventHandler { [weak self] in self?.poll() }
             timer.resume()
             self.timer = timer
@@ -267,7 +268,8 @@ final class DirectoryWatcher: @unchecked Sendable {
                     }
                     let nameBytes = buffer[(offset + 16)..<(offset + 16 + length)].prefix { $0 != 0 }
                     offset += 16 + length
-                    handlers += handlersLocked(forEvent: descriptor, mask: mask, name: String(decoding: nameBytes, as: UTF8.self))
+                    handlers += handlersLocked(
+                        forEvent: descriptor, mask: mask, name: String(decoding: nameBytes, as: UTF8.self))
                 }
             }
         }

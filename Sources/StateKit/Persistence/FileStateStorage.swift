@@ -148,7 +148,8 @@ public struct FileStateStorage: StateStorage {
             if parts.count == 2, let pid = Int32(parts[0]), UUID(uuidString: String(parts[1])) != nil {
                 guard pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
             } else if UUID(uuidString: String(suffix)) != nil {
-                guard let modified = try? FileManager.default.attributesOfItem(atPath: path)[.modificationDate] as? Date,
+                guard
+                    let modified = try? FileManager.default.attributesOfItem(atPath: path)[.modificationDate] as? Date,
                     modified.timeIntervalSinceNow < -60
                 else { continue }
             } else {

@@ -91,7 +91,11 @@ open class PersistedState<Value: Codable & Sendable>: MonitoredState<Value> {
     /// error is then in ``saveError`` and reported as ``StateDiagnostic/Kind/storageFailed``, and
     /// the save is retried later in the background.
     public func flush() {
-        link?.storedValue.flush()
+        guard let link else { return }
+        // The newest change may still be queued behind another thread's delivery: hand it over
+        // now rather than when it is delivered.
+        shareNewestChange(link: link)
+        link.storedValue.flush()
     }
 }
 

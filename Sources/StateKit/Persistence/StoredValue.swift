@@ -160,10 +160,12 @@ final class StoredValue<Value>: RetirableStoredValue, @unchecked Sendable {
     @discardableResult
     private func saveNewest() -> Bool {
         let outcome: Outcome = ioLock.withLock {
-            guard let (newest, newestSequence) = lock.withLock({ () -> (Value, UInt64)? in
-                guard persisting, sequence > savedSequence else { return nil }
-                return (value, sequence)
-            }) else { return Outcome() }
+            guard
+                let (newest, newestSequence) = lock.withLock({ () -> (Value, UInt64)? in
+                    guard persisting, sequence > savedSequence else { return nil }
+                    return (value, sequence)
+                })
+            else { return Outcome() }
             let representation: StoredRepresentation?
             do {
                 representation = try codec.encode(newest)

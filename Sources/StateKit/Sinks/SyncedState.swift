@@ -27,6 +27,8 @@
 open class SyncedState<Value: Sendable>: MonitoredState<Value> {
     let pipelines: [SinkPipeline<Value>]
     private var sinkSubscription: Subscription?
+    /// The shared stored value when the container persists (``init(_:key:storage:sinks:)``).
+    let link: StoredValueLink<Value>?
 
     /// Creates a container holding `defaultValue` whose changes go to `sinks`.
     ///
@@ -38,10 +40,21 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
     ///   - defaultValue: The initial value.
     ///   - key: A key unique across the application; sinks receive it in every ``StateChange``.
     ///   - sinks: Where changes go, each with its own buffer and delivery task.
-    public init(_ defaultValue: Value, key: String, sinks: [any StateSink<Value>]) {
+    public convenience init(_ defaultValue: Value, key: String, sinks: [any StateSink<Value>]) {
+        self.init(defaultValue, key: key, sinks: sinks, stored: nil)
+    }
+
+    /// Creates the container; with `stored`, it holds and persists the key's shared stored value.
+    init(
+        _ defaultValue: Value,
+        key: String,
+        sinks: [any StateSink<Value>],
+        stored: (link: StoredValueLink<Value>, value: Value)?
+    ) {
         let pipelines = sinks.map { SinkPipeline(sink: $0, key: key) }
         self.pipelines = pipelines
-        super.init(defaultValue, key: key)
+        self.link = stored?.link
+        super.init(stored?.value ?? defaultValue, key: key)
         disableHook(ifInstanceOf: SyncedState<Value>.self)
         let recorders = sinks.compactMap { $0 as? any WriterThreadSink<Value> }
         var lastVersion: UInt64 = 0
@@ -59,13 +72,16 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
                 }
             }
         }
+        let link = stored?.link
         sinkSubscription = addSubscriber(
             queue: nil,
-            handler: .change { change in
+            handler: .change { [weak self] change in
+                if let link { self?.shareNewestChange(link: link) }
                 for pipeline in pipelines { pipeline.enqueue(change) }
             },
             sendsCurrentValue: false
         )
+        if let link { join(link, as: self) }
         connectRemoteSinks(sinks)
     }
 
@@ -91,7 +107,8 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
     }
 
     /// Returns once every sink has received every change made before the call, or given it up
-    /// (or dropped it, or paused) as its policy says, or when the calling task is cancelled.
+    /// (or dropped it, or paused) as its policy says, or when the calling task is cancelled; a
+    /// persisted container (``init(_:key:storage:sinks:)``) first saves its newest value.
     ///
     /// Use it in tests instead of sleeping, and before the app suspends. A sink paused by
     /// ``SinkPolicy/Failure/pauseAndKeep(retryEvery:)``, or asked by its destination to wait longer
@@ -99,6 +116,10 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
     /// (see ``statistics``). Use ``flush(timeout:)`` to bound the wait.
     public func flush() async {
         await deliveredBarrier()
+        if let link {
+            shareNewestChange(link: link)
+            link.storedValue.flush()
+        }
         for pipeline in pipelines {
             if Task.isCancelled { return }
             await pipeline.flush()

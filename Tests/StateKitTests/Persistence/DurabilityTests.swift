@@ -165,7 +165,9 @@ final class FaultyStorage: StateStorage, @unchecked Sendable {
         }
         _ = PersistedState([Int](), key: key, storage: .file(directory.url))
         let names = try FileManager.default.contentsOfDirectory(atPath: directory.url.path)
-        print("20 writers killed with kill -9 mid-write: \(leftBehind) temporary files seen, \(names.count - 1) left after the next use")
+        print(
+            "20 writers killed with kill -9 mid-write: \(leftBehind) temporary files seen, \(names.count - 1) left after the next use"
+        )
         #expect(names == ["\(key).json"])
     }
 
@@ -174,7 +176,8 @@ final class FaultyStorage: StateStorage, @unchecked Sendable {
         // cfprefsd owns the files on Apple platforms.
         #else
         let suite = "statekit-corrupt-\(UUID().uuidString)"
-        let home = ProcessInfo.processInfo.environment["XDG_CONFIG_HOME"].map { URL(fileURLWithPath: $0) }
+        let home =
+            ProcessInfo.processInfo.environment["XDG_CONFIG_HOME"].map { URL(fileURLWithPath: $0) }
             ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".config")
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
         let file = home.appendingPathComponent("\(suite).plist")

@@ -34,7 +34,8 @@ import Testing
         defer { directory.cleanUp() }
         #expect(
             settings.value
-                == Settings(name: "Ada", theme: "dark", window: Window(width: 1024, isFullScreen: true), recent: ["a", "b"]))
+                == Settings(
+                    name: "Ada", theme: "dark", window: Window(width: 1024, isFullScreen: true), recent: ["a", "b"]))
         #expect(settings.loadError == nil)
         #expect(DiagnosticsRecorder.diagnostics(involving: key).isEmpty)
         let names = try FileManager.default.contentsOfDirectory(atPath: directory.url.path)
@@ -42,7 +43,8 @@ import Testing
     }
 
     @Test func propertiesTheTypeNoLongerHasAreIgnored() throws {
-        let stored = #"{"name":"Ada","theme":"dark","window":{"width":1,"isFullScreen":false,"dpi":2},"legacy":true,"recent":[]}"#
+        let stored =
+            #"{"name":"Ada","theme":"dark","window":{"width":1,"isFullScreen":false,"dpi":2},"legacy":true,"recent":[]}"#
         let (settings, key, directory) = try container(storing: stored, default: Settings(name: ""))
         defer { directory.cleanUp() }
         #expect(settings.value == Settings(name: "Ada", theme: "dark", window: Window(width: 1)))
@@ -71,6 +73,7 @@ import Testing
         #expect(settings.value == Settings(name: "Ada", theme: "dark"))
         settings.modify { $0.recent = ["x"] }
         let saved = try #require(suite.defaults.data(forKey: key))
-        #expect(try JSONDecoder().decode(Settings.self, from: saved) == Settings(name: "Ada", theme: "dark", recent: ["x"]))
+        #expect(
+            try JSONDecoder().decode(Settings.self, from: saved) == Settings(name: "Ada", theme: "dark", recent: ["x"]))
     }
 }
