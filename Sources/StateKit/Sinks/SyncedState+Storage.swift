@@ -22,7 +22,7 @@ extension SyncedState where Value: Codable {
     }
 
     /// Creates a persisted container whose sinks are listed in a block; see
-    /// ``init(_:key:storage:sinks:)``.
+    /// ``init(_:key:storage:sinks:)-(_,_,_,[StateSink<Value>])``.
     ///
     /// ```swift
     /// let score = SyncedState(0, key: "score", storage: .file(directory)) {
