@@ -1,4 +1,5 @@
 import Foundation
+import Observation
 import StateKit
 import Testing
 
@@ -77,6 +78,21 @@ final class FaultyStorage: StateStorage, @unchecked Sendable {
         state.flush()
         #expect(state.saveError == nil)
         #expect(try storage.base.load(forKey: key) == Data("2".utf8))
+    }
+
+    @Test func saveErrorIsObservable() {
+        let storage = FaultyStorage()
+        let state = PersistedState(0, key: uniqueKey(), storage: storage)
+        let changed = LockedBox(false)
+        withObservationTracking {
+            _ = state.saveError
+        } onChange: {
+            changed.withLock { $0 = true }
+        }
+        storage.failSaves(1_000)
+        state ~> 1
+        state.flush()
+        #expect(changed.withLock { $0 })
     }
 
     @Test func aLoadErrorIsVisibleAndTheUnreadDataIsKeptAsideBeforeAnythingIsSaved() throws {
