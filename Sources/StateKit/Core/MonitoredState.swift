@@ -124,7 +124,16 @@ open class MonitoredState<Value>: State<Value> {
     /// does not compile in a main-actor class, while this does:
     ///
     /// ```swift
-    /// viewModel.state.subscribeOnMain { [weak self] state in self?.render(state) }
+    /// @MainActor
+    /// final class ScoreViewModel {
+    ///     let score = MonitoredState(0, key: "score")
+    ///     var label = ""
+    ///     var subscription: Subscription?
+    ///
+    ///     func start() {
+    ///         subscription = score.subscribeOnMain { [weak self] in self?.label = "Score: \($0)" }
+    ///     }
+    /// }
     /// ```
     ///
     /// > Important: Handlers run only while something services the main queue: an app's run loop,
