@@ -28,7 +28,7 @@ private struct Refused: Error {}
         #expect(second.diagnostics(involving: key).count == 1)
     }
 
-    @Test func releasedRecorderRecordsNothingMore() {
+    @Test func fanOutDoesNotKeepARecorderAlive() {
         let key = uniqueKey()
         let guarded = MonitoredState(1, key: key) { _, _ in throw Refused() }
         weak var released: StateKitTesting.DiagnosticsRecorder?
