@@ -42,4 +42,4 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-exec python3 Scripts/doc-examples/check.py "$@"
+exec python3 -B Scripts/doc-examples/check.py "$@"
