@@ -17,7 +17,8 @@ import Musl
 /// `.` percent-encoded (`"profile/name"` is `profile%2Fname.json`).
 ///
 /// ```swift
-/// let directory = URL.applicationSupportDirectory.appending(path: "State")
+/// let support = FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask)[0]
+/// let directory = support.appending(path: "State")
 /// let settings = PersistedState(Settings(), key: "settings", storage: .file(directory))
 /// ```
 ///
