@@ -75,12 +75,22 @@ public struct NamedSink<Base: StateSink>: StateSink {
     }
 }
 
-extension NamedSink: WriterThreadSink where Base: WriterThreadSink {
+extension NamedSink: LogBackedSink where Base: LogBackedSink {
+    func open(key: String) -> OutboxOpening? {
+        base.open(key: key)
+    }
+
     func record(_ change: StateChange<Base.Value>) {
         base.record(change)
     }
 
-    func recover(key: String) -> (pending: [StateChange<Base.Value>], lastVersion: UInt64) {
-        base.recover(key: key)
+    func changes(from version: UInt64, maximumCount: Int) -> [StateChange<Base.Value>] {
+        base.changes(from: version, maximumCount: maximumCount)
+    }
+
+    var lastRecordedVersion: UInt64 { base.lastRecordedVersion }
+
+    func release() {
+        base.release()
     }
 }

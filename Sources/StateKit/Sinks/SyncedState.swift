@@ -19,8 +19,9 @@
 ///
 /// ## Where and when sinks run
 /// Sinks run on their own tasks, never on the writer's thread; subscribers and listeners behave
-/// as in ``MonitoredState``. A container's sinks stop receiving changes when it is deallocated,
-/// but each sink's task first delivers what it already buffered.
+/// as in ``MonitoredState``. A container's sinks stop receiving changes when it is deallocated;
+/// each sink's task then delivers what it already buffered for at most its policy's
+/// ``SinkPolicy/drainTimeout``, and stops.
 ///
 /// - Note: All operations on `SyncedState` are thread-safe. A subclass must restate
 ///   `@unchecked Sendable`.
@@ -39,23 +40,29 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
     ///   - key: A key unique across the application; sinks receive it in every ``StateChange``.
     ///   - sinks: Where changes go, each with its own buffer and delivery task.
     public init(_ defaultValue: Value, key: String, sinks: [any StateSink<Value>]) {
-        let pipelines = sinks.map { SinkPipeline(sink: $0, key: key) }
+        var openings: [(log: any LogBackedSink<Value>, opening: OutboxOpening)?] = []
+        for sink in sinks {
+            guard let log = sink as? any LogBackedSink<Value> else {
+                openings.append(nil)
+                continue
+            }
+            openings.append(log.open(key: key).map { (log, $0) })
+        }
+        let lastVersion = openings.map { $0?.opening.lastVersion ?? 0 }.max() ?? 0
+        let pipelines = zip(sinks, openings).map { sink, opened in
+            SinkPipeline(
+                sink: sink, key: key, startVersion: lastVersion, log: opened?.log,
+                firstPending: opened?.opening.firstPending)
+        }
         self.pipelines = pipelines
         super.init(defaultValue, key: key)
         disableHook(ifInstanceOf: SyncedState<Value>.self)
-        let recorders = sinks.compactMap { $0 as? any WriterThreadSink<Value> }
-        var lastVersion: UInt64 = 0
-        for (sink, pipeline) in zip(sinks, pipelines) {
-            guard let recorder = sink as? any WriterThreadSink<Value> else { continue }
-            let recovered = recorder.recover(key: key)
-            lastVersion = max(lastVersion, recovered.lastVersion)
-            for change in recovered.pending { pipeline.enqueue(change) }
-        }
+        let logs = openings.compactMap { $0?.log }
         lock.withLock {
             storedVersion = lastVersion
-            if !recorders.isEmpty {
+            if !logs.isEmpty {
                 writeObserver = { change in
-                    for recorder in recorders { recorder.record(change) }
+                    for log in logs { log.record(change) }
                 }
             }
         }
@@ -189,14 +196,4 @@ private final class BarrierSignal: @unchecked Sendable {
         }
         continuation?.resume()
     }
-}
-
-/// A sink that must see each change on the writer's thread, before the write returns: the durable
-/// outbox, which logs a change to disk before its writer may assume it accepted.
-protocol WriterThreadSink<Value>: StateSink {
-    /// Records `change`; called under the container's lock, in version order. Must not touch the container.
-    func record(_ change: StateChange<Value>)
-    /// The changes recorded by an earlier run and not acknowledged, oldest first, and the last
-    /// version recorded (0 when none).
-    func recover(key: String) -> (pending: [StateChange<Value>], lastVersion: UInt64)
 }
