@@ -17,9 +17,12 @@ import StateKit
 //     writes through a DurableOutbox with the default buffer (10,000) to a sink that appends JSON
 //     lines to <events>, lagging: it starts 200 ms late, then takes 1 ms per batch. Prints
 //     "started <version>", writes 12,000 changes at once (more than the buffer holds), then one
-//     a millisecond until killed (see OutboxKillMeasurementTests).
+//     every 10 ms until killed (see OutboxKillMeasurementTests).
 //   statekit-sinks-helper outbox-drain <log> <key> <events>
 //     delivers what the log holds to <events> at full speed, prints "logged <version>" and exits.
+//   statekit-sinks-helper idempotency-keys - <key> <count>
+//     makes <count> changes in a SyncedState without an outbox and prints the idempotency key of
+//     each change its sink received, one a line (a new launch: versions start again at 1).
 //   statekit-sinks-helper measure-modify - - <writes>
 //     prints the writer's modify latency with no sink and with a sink that takes 200 ms per batch
 //     (a measurement, not a test; build with -c release).
@@ -75,6 +78,16 @@ let parent = getppid()
 func waitToBeKilled() -> Never {
     while getppid() == parent { usleep(100_000) }
     exit(0)
+}
+
+/// The idempotency keys a sink received.
+final class KeyCollector: @unchecked Sendable {
+    private let lock = NSLock()
+    private var keys: [String] = []
+
+    func append(_ more: [String]) { lock.withLock { keys += more } }
+
+    var all: [String] { lock.withLock { keys } }
 }
 
 let arguments = CommandLine.arguments
@@ -135,12 +148,18 @@ case "outbox-lagging":
     for _ in 1...12_000 { state.modify(Int(state.version) + 1) }
     while getppid() == parent {
         state.modify(Int(state.version) + 1)
-        usleep(1_000)
+        usleep(10_000)
     }
 case "outbox-drain":
     let state = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: eventsSink(arguments[4])) }
     await state.flush()
     print("logged \(state.version)")
+case "idempotency-keys":
+    let keys = KeyCollector()
+    let state = SyncedState(0, key: key) { ClosureSink { keys.append($0.map(\.idempotencyKey)) } }
+    for value in 1...max(1, Int(arguments[4]) ?? 1) { state.modify(value) }
+    await state.flush()
+    print(keys.all.joined(separator: "\n"))
 case "measure-modify":
     await ModifyLatency.run(writes: Int(arguments[4]) ?? 100_000)
 default:

@@ -33,7 +33,9 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
     ///
     /// When a sink is a ``DurableOutbox`` holding changes from an earlier run, they are delivered
     /// first, and the container's ``State/version`` continues after the last version the outbox
-    /// recorded, so idempotency keys stay unique across restarts.
+    /// recorded, so idempotency keys stay unique across restarts. Without one, versions start at 0
+    /// and the changes handed to sinks carry a random ``StateChange/instance`` instead, so their
+    /// ``StateChange/idempotencyKey``s never repeat either.
     ///
     /// - Parameters:
     ///   - defaultValue: The initial value.
@@ -49,6 +51,10 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
             openings.append(log.open(key: key).map { (log, $0) })
         }
         let lastVersion = openings.map { $0?.opening.lastVersion ?? 0 }.max() ?? 0
+        // Versions continue only behind a log; otherwise keys carry this instance's random part.
+        let logSinks = sinks.filter { $0 is any LogBackedSink<Value> }.count
+        let continuesVersions = logSinks > 0 && openings.compactMap { $0 }.count == logSinks
+        let instance = continuesVersions ? nil : Self.makeInstanceID()
         let pipelines = zip(sinks, openings).map { sink, opened in
             SinkPipeline(
                 sink: sink, key: key, startVersion: lastVersion, log: opened?.log,
@@ -62,6 +68,7 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
             storedVersion = lastVersion
             if !logs.isEmpty {
                 writeObserver = { change in
+                    let change = instance == nil ? change : change.made(by: instance)
                     for log in logs { log.record(change) }
                 }
             }
@@ -69,6 +76,7 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
         sinkSubscription = addSubscriber(
             queue: nil,
             handler: .change { change in
+                let change = instance == nil ? change : change.made(by: instance)
                 for pipeline in pipelines { pipeline.enqueue(change) }
             },
             sendsCurrentValue: false
@@ -147,6 +155,13 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
     /// What the sink called `name` has done so far (the first, if several share it), or `nil`.
     public func statistics(for name: String) -> SinkStatistics? {
         pipelines.first { $0.sink.name == name }?.statistics
+    }
+
+    /// 16 random hexadecimal digits (64 bits): the ``StateChange/instance`` of a container whose
+    /// versions do not continue across launches.
+    static func makeInstanceID() -> String {
+        let digits = String(UInt64.random(in: .min ... .max), radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
     }
 
     /// Waits until every change made before the call has been handed to the sinks' buffers: a

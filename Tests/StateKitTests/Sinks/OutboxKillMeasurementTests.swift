@@ -7,7 +7,7 @@ import Testing
 ///
 /// Each run starts `statekit-sinks-helper outbox-lagging` over the same log, which delivers what
 /// the previous run left, writes 12,000 changes at once (beyond the 10,000-change buffer) and
-/// then one a millisecond, and kills it at a random moment. A last run delivers the rest. CI runs
+/// then one every 10 ms, and kills it at a random moment. A last run delivers the rest. CI runs
 /// a few; set `STATEKIT_OUTBOX_KILL_RUNS=100` for the full measurement (figures on standard output).
 @Suite(.timeLimit(.minutes(10))) struct OutboxKillMeasurementTests {
     struct Figures: CustomStringConvertible {
@@ -38,7 +38,7 @@ import Testing
         for _ in 0..<runs {
             let writer = try await SinksHelper.launch(["outbox-lagging", log.path, key, events.path])
             #expect(writer.firstLine.hasPrefix("started "))
-            try await Task.sleep(for: .milliseconds(Int.random(in: 20...600)))
+            try await Task.sleep(for: .milliseconds(Int.random(in: 20...1_200)))
             await writer.kill()
             #expect(writer.process.terminationReason == .uncaughtSignal)
         }

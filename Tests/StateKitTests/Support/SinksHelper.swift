@@ -32,7 +32,8 @@ struct SinksHelper {
                     if chunk.isEmpty { break }
                     data.append(chunk)
                 }
-                continuation.resume(returning: String(decoding: data, as: UTF8.self))
+                let line = data.split(separator: 0x0A, omittingEmptySubsequences: false).first ?? Data()
+                continuation.resume(returning: String(decoding: line, as: UTF8.self))
             }
         }
         return SinksHelper(
