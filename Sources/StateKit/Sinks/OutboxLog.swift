@@ -307,7 +307,8 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
             data = Data()
         }
         let decoder = Self.decoder()
-        var pending: [StateChange<Value>] = []
+        // The pending changes with their lines as read, so rewriting the log re-encodes nothing.
+        var pending: [(change: StateChange<Value>, line: Data)] = []
         var acknowledged: UInt64 = 0
         var highest: UInt64 = 0
         var rejected: [(line: Int, bytes: Data, reason: String)] = []
@@ -330,8 +331,8 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
                     continue
                 }
                 highest = max(highest, change.version)
-                if change.version > acknowledged && change.version > (pending.last?.version ?? 0) {
-                    pending.append(change)
+                if change.version > acknowledged && change.version > (pending.last?.change.version ?? 0) {
+                    pending.append((change, Data(line)))
                 }
             }
             if let version = record.acknowledged {
@@ -344,7 +345,7 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
                 acknowledged = max(acknowledged, version)
             }
         }
-        pending.removeAll { $0.version <= acknowledged }
+        pending.removeAll { $0.change.version <= acknowledged }
         lastRecorded = highest
         lastAcknowledged = pending.isEmpty ? highest : acknowledged
         let isSetAside = rejected.isEmpty || setAside(rejected)
@@ -358,20 +359,20 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
             } catch {
                 Self.report(.outboxWriteFailed, key: key, "cannot append to \(fileURL.path)", error: error)
             }
-            for change in pending { unlogged[change.version] = change }
+            for (change, _) in pending { unlogged[change.version] = change }
             return true
         }
         var rewritten = encode(LogRecord(acknowledged: lastAcknowledged)) ?? Data()
         var positions: [Position] = []
-        for change in pending {
-            guard let line = encode(LogRecord(change: change)) else { continue }
+        for (change, line) in pending {
             positions.append(Position(version: change.version, offset: UInt64(rewritten.count)))
             rewritten.append(line)
+            rewritten.append(0x0A)
         }
         if replaceFile(with: rewritten) {
             for position in positions { self.positions.append(position) }
         } else {
-            for change in pending { unlogged[change.version] = change }
+            for (change, _) in pending { unlogged[change.version] = change }
         }
         return true
     }
