@@ -20,6 +20,9 @@
 /// - ``send(_:)`` may take as long as it needs (it only delays this sink), but should honour task
 ///   cancellation.
 /// - ``policy`` and ``name`` are read once, when the sink is handed to a ``SyncedState``.
+///
+/// `StateKitTesting`'s `checkStateSinkContract(_:sampleValues:received:)` checks these
+/// requirements; run it in your sink's tests.
 public protocol StateSink<Value>: Sendable {
     /// The type of the values whose changes the sink receives.
     associatedtype Value: Sendable
