@@ -21,8 +21,8 @@ public struct StateChange<Value> {
     public let timestamp: Date
     /// Which container instance made the change, when its ``version``s do not continue across
     /// launches: 16 random hexadecimal digits drawn when a ``SyncedState`` starts without a
-    /// ``DurableOutbox`` (or with one it cannot use). `nil` when versions continue, and for the
-    /// changes of containers that hand them to no sink.
+    /// ``DurableOutbox`` (or with one it cannot use), set on the changes it hands its sinks.
+    /// `nil` when versions continue, and on the changes subscribers receive.
     public let instance: String?
 
     /// Creates a change record.
