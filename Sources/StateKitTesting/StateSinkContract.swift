@@ -4,8 +4,8 @@ import StateKit
 /// Checks that `sink` keeps the ``StateKit/StateSink`` contract, as swift-log's handler
 /// conformance checks do for log handlers: run it in your sink's own tests.
 ///
-/// It sends batches made from `sampleValues` (versions 1, 2, …, key `"contract-check"`) directly
-/// and through a ``StateKit/SyncedState``, and checks that:
+/// It writes `sampleValues` to a ``StateKit/SyncedState`` with the sink (key `"contract-check"`),
+/// then sends batches of them to the sink directly, with the versions that follow, and checks that:
 /// - ``StateKit/StateSink/name`` is not empty and ``StateKit/StateSink/policy`` and the name
 ///   read the same every time (they are read once, when the sink is added);
 /// - the policy is usable: batches of at least one change, a buffer of at least one;
@@ -13,9 +13,9 @@ import StateKit
 /// - a send from a cancelled task returns within 5 seconds (it honours cancellation or is quick);
 /// - through a ``StateKit/SyncedState``, ``StateKit/SyncedState/flush(timeout:)`` finishes within 10
 ///   seconds with nothing failed, dropped or pending;
-/// - when you pass `received` (what reached your destination, oldest first): the destination holds
-///   the latest value, and, unless the policy coalesces, every value in order (repeats from retries
-///   allowed).
+/// - when you pass `received` (what reached your destination, oldest first), after the container's
+///   writes: the destination holds the latest value, and, unless the policy coalesces, every value
+///   written in order (repeats from retries allowed).
 ///
 /// ```swift
 /// @Test func webhookSinkKeepsTheContract() async throws {
@@ -46,11 +46,37 @@ public func checkStateSinkContract<Sink: StateSink>(
         policy.maximumBatchSize >= 1 && policy.bufferLimit >= 1
             ? nil : "policy: batches and buffer must hold at least one change")
 
+    // Through a container first, so the sink sees versions from 1, as it would in an app.
     let key = "contract-check"
+    let state = SyncedState(sampleValues[0], key: key, sinks: [sink])
+    for value in sampleValues.dropFirst() { state.modify { $0 = value } }
+    let flushed = await state.flush(timeout: .seconds(10))
+    report.require(flushed ? nil : "flush(timeout:) through a SyncedState did not finish within 10 seconds")
+    let statistics = state.statistics[0]
+    report.require(
+        statistics.failed == 0 && statistics.dropped == 0 && statistics.pending == 0
+            ? nil : "through a SyncedState: \(statistics)")
+    report.require(statistics.sinkName == sink.name ? nil : "statistics name '\(statistics.sinkName)'")
+    if let received {
+        let sent = Array(sampleValues.dropFirst())
+        await report.require("received") {
+            let held = try await received()
+            guard held.last == sent.last else {
+                return "the destination's latest value is \(String(describing: held.last)), not the last sent"
+            }
+            guard policy.overflow != .coalesceToLatest else { return nil }
+            var remaining = sent[...]
+            for value in held where value == remaining.first { remaining = remaining.dropFirst() }
+            return remaining.isEmpty ? nil : "the destination misses or reorders \(Array(remaining))"
+        }
+    }
+
+    // Then directly, continuing the versions: a batch, its at-least-once retry, a cancelled send.
+    let start = state.version
     let changes = sampleValues.enumerated().map { index, value in
         StateChange(
             key: key, oldValue: index == 0 ? value : sampleValues[index - 1], newValue: value,
-            version: UInt64(index + 1), timestamp: Date())
+            version: start + UInt64(index + 1), timestamp: Date())
     }
     let firstBatch = Array(changes.prefix(2))
     await report.require("send") {
@@ -62,29 +88,6 @@ public func checkStateSinkContract<Sink: StateSink>(
         return nil
     }
     report.require(await returnsWithin(.seconds(5), cancelled: true) { try? await sink.send([changes[2]]) })
-
-    let state = SyncedState(sampleValues[0], key: key + "-synced", sinks: [sink])
-    for value in sampleValues.dropFirst() { state.modify { $0 = value } }
-    let flushed = await state.flush(timeout: .seconds(10))
-    report.require(flushed ? nil : "flush(timeout:) through a SyncedState did not finish within 10 seconds")
-    let statistics = state.statistics[0]
-    report.require(
-        statistics.failed == 0 && statistics.dropped == 0 && statistics.pending == 0
-            ? nil : "through a SyncedState: \(statistics)")
-    report.require(statistics.sinkName == sink.name ? nil : "statistics name '\(statistics.sinkName)'")
-
-    if let received {
-        await report.require("received") {
-            let held = try await received()
-            guard held.last == sampleValues.last else {
-                return "the destination's latest value is \(String(describing: held.last)), not the last sent"
-            }
-            guard policy.overflow != .coalesceToLatest else { return nil }
-            var remaining = sampleValues[...]
-            for value in held where value == remaining.first { remaining = remaining.dropFirst() }
-            return remaining.isEmpty ? nil : "the destination misses or reorders \(Array(remaining))"
-        }
-    }
     try report.finish()
 }
 

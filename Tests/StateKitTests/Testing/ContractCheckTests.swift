@@ -1,5 +1,6 @@
 import Foundation
 import StateKit
+import StateKitHTTP
 import StateKitTesting
 import Testing
 
@@ -45,15 +46,27 @@ import Testing
         try await checkStateSinkContract(outbox.named("outbox"), sampleValues: [1, 2, 3]) { inner.values }
     }
 
+    @Test func httpSyncSinkKeepsTheSinkContract() async throws {
+        let server = try FixtureHTTPServer(maximumRequests: 200)
+        defer { server.stop() }
+        let sink = HTTPSyncSink<Int>(endpoint: server.url, loadsOnStart: false)
+        try await checkStateSinkContract(sink, sampleValues: [1, 2, 3]) {
+            server.requests.filter { $0.method == "PUT" }.compactMap {
+                try? JSONDecoder().decode(Int.self, from: $0.body)
+            }
+        }
+    }
+
     @Test func theSinkCheckCatchesABrokenSink() async throws {
-        struct Forgetful: StateSink {
+        /// Unnamed, and sends each change's old value instead of its new one.
+        struct OffByOne: StateSink {
             let received = Collector<Int>()
             var name: String { "" }
             func send(_ changes: [StateChange<Int>]) async throws {
-                if let first = changes.first { received.append(first.newValue) }
+                for change in changes { received.append(change.oldValue) }
             }
         }
-        let sink = Forgetful()
+        let sink = OffByOne()
         let violation = await #expect(throws: ContractViolation.self) {
             try await checkStateSinkContract(sink, sampleValues: [1, 2, 3, 4]) { sink.received.all }
         }
