@@ -1,35 +1,79 @@
 #!/usr/bin/env bash
-# Builds the StateKit DocC catalog with warnings as errors, so every symbol link must resolve.
+# Builds the DocC catalogs of StateKit, StateKitTesting and StateKitHTTP with warnings as errors,
+# so every symbol link must resolve.
 #
-# No plugin needed: the compiler emits symbol graphs, then `docc convert` renders the catalog.
+# No plugin needed: the compiler emits symbol graphs, then `docc convert` renders each catalog.
 # The symbol-graph build uses its own scratch path so it does not invalidate the normal build.
-# Usage: Scripts/build-docs.sh [output-directory]   (default: .build/docs/StateKit.doccarchive)
+# Usage: Scripts/build-docs.sh [output-directory]   (default: .build/docs; one
+# <Module>.doccarchive in it per library)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 
 scratch=".build/docs"
 symbol_graphs="$scratch/symbol-graphs"
-output="${1:-$scratch/StateKit.doccarchive}"
+output="${1:-$scratch}"
+modules=(StateKit StateKitTesting StateKitHTTP)
 
 build_symbol_graphs() {
-    swift build --target StateKit --scratch-path "$scratch" \
-        -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$symbol_graphs" >/dev/null
+    for module in "${modules[@]}"; do
+        swift build --target "$module" --scratch-path "$scratch" \
+            -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$symbol_graphs" >/dev/null
+    done
 }
 
 # The compiler writes symbol graphs only when it compiles the module; an up-to-date build writes
-# none, so keep the directory between runs, and force a rebuild if the graphs are missing.
+# none, so keep the directory between runs, and force a rebuild of a module whose graph is missing.
 mkdir -p "$symbol_graphs"
 build_symbol_graphs
-if [[ ! -f "$symbol_graphs/StateKit.symbols.json" ]]; then
-    rm -rf "$scratch/debug/StateKit.build"
+missing=0
+for module in "${modules[@]}"; do
+    if [[ ! -f "$symbol_graphs/$module.symbols.json" ]]; then
+        rm -rf "$scratch/debug/$module.build"
+        missing=1
+    fi
+done
+if [[ $missing == 1 ]]; then
     build_symbol_graphs
 fi
 
-docc convert Sources/StateKit/StateKit.docc \
-    --additional-symbol-graph-dir "$symbol_graphs" \
-    --fallback-display-name StateKit \
-    --fallback-bundle-identifier org.statekit.StateKit \
-    --output-path "$output" \
-    --warnings-as-errors
-echo "documentation built in $output"
+for module in "${modules[@]}"; do
+    # Each archive gets its own module's graphs (and its extensions of other modules' types).
+    module_graphs="$scratch/symbol-graphs-$module"
+    rm -rf "$module_graphs"
+    mkdir -p "$module_graphs"
+    cp "$symbol_graphs/$module.symbols.json" "$module_graphs/"
+    cp "$symbol_graphs/$module"@*.symbols.json "$module_graphs/" 2>/dev/null || true
+    if [[ $module != StateKit ]]; then
+        # DocC resolves links only within one module's archive: a link into StateKit
+        # (``StateKit/StateSink``) is shown as code voice here, after StateKit's own archive, built
+        # first, has checked the symbol exists.
+        python3 - "$module_graphs" "$symbol_graphs/StateKit.symbols.json" <<'PYTHON'
+import glob, json, re, sys
+directory, statekit = sys.argv[1], json.load(open(sys.argv[2]))
+known = {"/".join(s["pathComponents"]) for s in statekit["symbols"]}
+link = re.compile(r"``StateKit/([^`]+)``")
+missing = []
+def unlink(match):
+    path = re.sub(r"-[0-9a-z]{4,6}$|\([^)]*\)(->.*)?$", "", match.group(1).split("/")[0])
+    if not any(k == path or k.startswith(path + "/") for k in known):
+        missing.append(match.group(0))
+    return "`" + match.group(1).split("/")[-1] + "`"
+for path in glob.glob(directory + "/*.symbols.json"):
+    graph = json.load(open(path))
+    for symbol in graph["symbols"]:
+        for line in symbol.get("docComment", {}).get("lines", []):
+            line["text"] = link.sub(unlink, line["text"])
+    json.dump(graph, open(path, "w"))
+if missing:
+    sys.exit("links to StateKit symbols that do not exist: " + ", ".join(sorted(set(missing))))
+PYTHON
+    fi
+    docc convert "Sources/$module/$module.docc" \
+        --additional-symbol-graph-dir "$module_graphs" \
+        --fallback-display-name "$module" \
+        --fallback-bundle-identifier "org.statekit.$module" \
+        --output-path "$output/$module.doccarchive" \
+        --warnings-as-errors
+    echo "documentation built in $output/$module.doccarchive"
+done

@@ -10,7 +10,7 @@ import FoundationNetworking
 ///
 /// Pushing: remote sync needs the newest value, not every step, so pending changes are coalesced
 /// (``StateKit/SinkPolicy/latestValue``) and each write carries the container's newest value:
-/// - the body is the value, JSON-encoded with ``encoder`` (sorted keys unless given);
+/// - the body is the value, JSON-encoded with the `encoder` given to ``init(endpoint:method:headers:timeout:encoder:decoder:conflictPolicy:maximumConflictRounds:loadsOnStart:policy:configuration:prepare:)`` (sorted keys unless given);
 /// - `If-Match: <ETag>` with the `ETag` of the last successful answer, or `If-None-Match: *` while
 ///   the resource is not known to exist, so a write never overwrites what another client wrote;
 /// - `Idempotency-Key` is the change's ``StateKit/StateChange/idempotencyKey`` at the version sent

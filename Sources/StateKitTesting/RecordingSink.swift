@@ -22,8 +22,17 @@ public final class RecordingSink<Value: Sendable>: StateSink, @unchecked Sendabl
     private var attempts = 0
     private let log = RecordLog<StateChange<Value>>()
 
+    /// How the container feeds this sink: batching, buffer, overflow, retries.
+    public let policy: SinkPolicy
+
     /// Creates an empty sink that accepts every batch.
-    public init() {}
+    ///
+    /// - Parameter policy: How the container feeds the sink; ``StateKit/SinkPolicy/latestValue``
+    ///   to test what a remote-sync sink receives, a tiny ``StateKit/RetryPolicy/initialDelay`` to
+    ///   make retries after ``failNextSends(_:with:)`` cost no time.
+    public init(policy: SinkPolicy = .default) {
+        self.policy = policy
+    }
 
     /// Records `changes` as one batch, or throws if told to fail this send.
     ///

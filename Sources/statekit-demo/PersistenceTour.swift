@@ -71,4 +71,27 @@ let persistenceSection = TourSection(
     isTouchIDEnabled.flush()
     launches.flush()
     settings.$theme.flush()
+    runOneLiveValueTour()
+}
+
+/// Two models on one key share one value, and a change written outside the process arrives.
+private func runOneLiveValueTour() {
+    let storage = FileStateStorage.file(persistenceTourDirectory)
+    let window = PersistedState("", key: "note", storage: storage)
+    let preview = PersistedState("", key: "note", storage: storage)
+    let arrived = DispatchSemaphore(value: 0)
+    let subscription = preview.subscribe { note in
+        print("  the preview hears: \"\(note)\"")
+        if note == "written outside the containers" { arrived.signal() }
+    }
+    window.modify("typed in the window")
+    print("two models on the key 'note': the window wrote, the preview reads \"\(preview.value)\"")
+    window.flush()
+    let file = persistenceTourDirectory.appendingPathComponent("note.json")
+    try? Data(#""written outside the containers""#.utf8).write(to: file, options: .atomic)
+    let seen = arrived.wait(timeout: .now() + 5) == .success
+    print(
+        "note.json replaced, as another process or a sync tool would; the window now reads \"\(window.value)\"\(seen ? "" : " (not seen within 5 s)")"
+    )
+    subscription.cancel()
 }

@@ -9,6 +9,12 @@ import StateKit
 //   statekit-testhelper write-loop <directory> <key>       prints "loaded <n>", then stores
 //                                                          [n+1, n+1, ...], [n+2, ...] forever,
 //                                                          printing "flushed <n>" now and then
+//   statekit-testhelper follow <directory> <key>           holds a String container on the key;
+//                                                          prints "value <v>" for its current
+//                                                          value and each change; reads lines
+//                                                          from standard input: "set <v>" stores
+//                                                          v and prints "set <v>", "show" prints
+//                                                          "current <v>", "quit" exits
 
 func line(_ text: String) {
     FileHandle.standardOutput.write(Data((text + "\n").utf8))
@@ -16,7 +22,7 @@ func line(_ text: String) {
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 guard arguments.count >= 3 else {
-    line("usage: statekit-testhelper write|read|write-loop <directory> <key> [value]")
+    line("usage: statekit-testhelper write|read|write-loop|follow <directory> <key> [value]")
     exit(2)
 }
 let storage = FileStateStorage.file(URL(fileURLWithPath: arguments[1], isDirectory: true))
@@ -42,6 +48,22 @@ case "write-loop":
             line("flushed \(counter)")
         }
     }
+case "follow":
+    let state = PersistedState("", key: key, storage: storage)
+    let subscription = state.subscribe { line("value \($0)") }
+    while let command = readLine() {
+        if command.hasPrefix("set ") {
+            let value = String(command.dropFirst(4))
+            state.modify(value)
+            state.flush()
+            line("set \(value)")
+        } else if command == "show" {
+            line("current \(state.value)")
+        } else if command == "quit" {
+            break
+        }
+    }
+    subscription.cancel()
 default:
     line("unknown command \(arguments[0])")
     exit(2)

@@ -119,9 +119,27 @@ open class MonitoredState<Value>: State<Value> {
     /// Calls a main-actor `handler` with the current value, then with each new value, on the main
     /// queue, so UI code can capture what it likes.
     ///
+    /// It is the way for main-actor code to update itself: a ``subscribe(_:)`` handler is
+    /// `@Sendable` and may run on any thread, so `subscribe { [weak self] in self?.title = $0 }`
+    /// does not compile in a main-actor class, while this does:
+    ///
     /// ```swift
-    /// viewModel.state.subscribeOnMain { [weak self] state in self?.render(state) }
+    /// @MainActor
+    /// final class ScoreViewModel {
+    ///     let score = MonitoredState(0, key: "score")
+    ///     var label = ""
+    ///     var subscription: Subscription?
+    ///
+    ///     func start() {
+    ///         subscription = score.subscribeOnMain { [weak self] in self?.label = "Score: \($0)" }
+    ///     }
+    /// }
     /// ```
+    ///
+    /// > Important: Handlers run only while something services the main queue: an app's run loop,
+    /// > `dispatchMain()` or `RunLoop.main.run()` in a command-line tool, an async test. A
+    /// > command-line tool that never does, or that blocks the main thread waiting, is never called
+    /// > (even for the current value). Use ``subscribe(_:)`` or ``subscribe(on:_:)`` there.
     public func subscribeOnMain(_ handler: @escaping @MainActor (Value) -> Void) -> Subscription
     where Value: Sendable {
         addSubscriber(queue: .main, handler: .value(mainActorHandler(handler)), sendsCurrentValue: true)

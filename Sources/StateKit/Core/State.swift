@@ -146,8 +146,10 @@ open class State<Value> {
     ///
     /// - Warning: Keep the body short, and do not read or write this container from inside it:
     ///   the lock is not re-entrant.
-    /// - Parameter body: Mutates the value. If it throws, the error is rethrown and whatever it
-    ///   changed before throwing stays, announced as a change, so observers never miss a mutation.
+    /// - Parameter body: Mutates the value. If it throws, the error is rethrown. Without a
+    ///   validator, whatever it changed before throwing stays, announced as a change, so observers
+    ///   never miss a mutation; with a validator (``MonitoredState/init(_:key:validator:)``) the
+    ///   body works on a copy, and a throwing body changes nothing.
     /// - Returns: What `body` returns.
     @inlinable
     @discardableResult
@@ -161,11 +163,15 @@ open class State<Value> {
     ///
     /// This is the seed's extension point. StateKit calls an override after every change, in
     /// ``version`` order, never concurrently with itself for one container; `value` read inside it
-    /// is at least as new as the change being announced. Calling `super.didModify()` from an
-    /// override is allowed and does nothing more.
+    /// is at least as new as the change being announced.
     ///
     /// Call it yourself after mutating a reference-type value in place, which the container
     /// cannot see: it records a change (a new version) and notifies everyone.
+    ///
+    /// > Important: An override must call `super.didModify()`. When StateKit calls the override
+    /// > after a change, `super` adds nothing (the change is already announced); but when code
+    /// > calls `didModify()` by hand, it is `super` that records and announces the change, so an
+    /// > override that does not call it turns that call into nothing but the override's own code.
     ///
     /// ```swift
     /// currentCEO.value.name = "Tim Cook"

@@ -22,8 +22,6 @@ public struct StateDiagnostic: Sendable, CustomStringConvertible {
         public static let cycle = Kind("cycle")
         /// A write was refused by a validator; the value stayed as it was.
         public static let rejectedWrite = Kind("rejected-write")
-        /// A handler or hook broke a rule of the container (for example, by throwing).
-        public static let misuse = Kind("misuse")
     }
 
     /// What kind of problem this is.

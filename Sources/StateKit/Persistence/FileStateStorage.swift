@@ -21,8 +21,15 @@ import Musl
 /// let settings = PersistedState(Settings(), key: "settings", storage: .file(directory))
 /// ```
 ///
-/// The directory is created on the first save. A process killed mid-save may leave a hidden
-/// temporary file (`.<name>.tmp-<uuid>`) behind; it is never read and can be deleted.
+/// The directory is created when a container first uses it. One directory is one storage however
+/// it is spelled: the path is made absolute, with `..`, trailing slashes and symbolic links
+/// resolved, so containers on `…/state`, `…/state/` and a link to it share their keys.
+///
+/// A process killed mid-save may leave a hidden temporary file (`.<name>.tmp-<pid>-<uuid>`)
+/// behind; it is never read, and the first container to use the directory removes those whose
+/// process is gone (and nothing else). Containers are told when a file changes outside them
+/// (another process, a sync tool replacing it): through inotify on Linux and a dispatch source on
+/// Apple platforms, one per directory, with a twice-a-second check as the fallback.
 ///
 /// - Note: All operations on `FileStateStorage` are thread-safe.
 public struct FileStateStorage: StateStorage {
@@ -30,8 +37,11 @@ public struct FileStateStorage: StateStorage {
     public let directory: URL
 
     /// Creates a storage that keeps its files in `directory`.
+    ///
+    /// The directory is resolved at once (see above), so ``directory`` may differ from the URL
+    /// you pass: for example without a trailing slash, or with symbolic links followed.
     public init(directory: URL) {
-        self.directory = directory.standardizedFileURL
+        self.directory = Self.canonical(directory)
     }
 
     /// The directory's URL.
@@ -56,7 +66,7 @@ public struct FileStateStorage: StateStorage {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let destination = fileURL(forKey: key)
         let temporary = directory.appendingPathComponent(
-            ".\(destination.lastPathComponent).tmp-\(UUID().uuidString)", isDirectory: false)
+            ".\(destination.lastPathComponent).tmp-\(getpid())-\(UUID().uuidString)", isDirectory: false)
         try writeDurably(data, to: temporary)
         guard rename(temporary.path, destination.path) == 0 else {
             let error = POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
@@ -106,6 +116,49 @@ public struct FileStateStorage: StateStorage {
         }
     }
 
+    /// `directory` as an absolute path with `.`, `..`, trailing slashes and symbolic links
+    /// resolved; a part that does not exist yet is appended to its resolved existing ancestor.
+    static func canonical(_ directory: URL) -> URL {
+        var existing = directory.standardizedFileURL.path
+        var missing: [String] = []
+        while true {
+            if let resolved = realpath(existing, nil) {
+                defer { free(resolved) }
+                var url = URL(fileURLWithPath: String(cString: resolved), isDirectory: true)
+                for component in missing { url.appendPathComponent(component, isDirectory: true) }
+                return url
+            }
+            let parent = (existing as NSString).deletingLastPathComponent
+            guard parent != existing, !parent.isEmpty else { return directory.standardizedFileURL }
+            missing.insert((existing as NSString).lastPathComponent, at: 0)
+            existing = parent
+        }
+    }
+
+    /// Removes the temporary files that killed processes left in the directory: files named as
+    /// ``save(_:forKey:)`` names them, whose process no longer runs (or, written before the
+    /// process id was part of the name, older than a minute). Nothing else is touched.
+    func removeStaleTemporaryFiles() {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return }
+        for name in names where name.hasPrefix(".") {
+            guard let marker = name.range(of: ".json.tmp-", options: .backwards) else { continue }
+            let suffix = name[marker.upperBound...]
+            let parts = suffix.split(separator: "-", maxSplits: 1)
+            let path = directory.appendingPathComponent(name, isDirectory: false).path
+            if parts.count == 2, let pid = Int32(parts[0]), UUID(uuidString: String(parts[1])) != nil {
+                guard pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
+            } else if UUID(uuidString: String(suffix)) != nil {
+                guard
+                    let modified = try? FileManager.default.attributesOfItem(atPath: path)[.modificationDate] as? Date,
+                    modified.timeIntervalSinceNow < -60
+                else { continue }
+            } else {
+                continue
+            }
+            unlink(path)
+        }
+    }
+
     /// `key` with every character outside `[A-Za-z0-9._-]` percent-encoded (and a leading `.`,
     /// so no key names a hidden file), plus `.json`.
     static func fileName(forKey key: String) -> String {
@@ -122,6 +175,12 @@ public struct FileStateStorage: StateStorage {
             }
         }
         return name + ".json"
+    }
+}
+
+extension FileStateStorage: WatchableStateStorage {
+    func watch(key: String, onChange: @escaping @Sendable () -> Void) -> AnyObject? {
+        DirectoryWatcher.shared.watch(self, fileName: Self.fileName(forKey: key), onChange: onChange)
     }
 }
 

@@ -28,103 +28,105 @@ import Foundation
 open class PersistedState<Value: Codable & Sendable>: MonitoredState<Value> {
     /// Where the value is saved.
     public let storage: any StateStorage
-    /// Whether the container saves its changes: `false` after a key conflict, or when undecodable
-    /// stored bytes could not be moved aside (so they are not overwritten).
-    public let isPersisting: Bool
 
-    private let writer: PersistenceWriter
-    private let claim: StorageClaims.Token
+    /// The shared stored value; `nil` after a key conflict (the container lives in memory only).
+    let link: StoredValueLink<Value>?
 
     /// Creates a container holding the value stored for `key` in `storage`, or `defaultValue`.
     ///
+    /// When another live container already holds `key` in the same storage, this one starts
+    /// from, and shares, that container's current value.
+    ///
     /// - Parameters:
-    ///   - defaultValue: The value when storage has none, or none that decodes.
+    ///   - defaultValue: The value when storage has none, or none that decodes; also where
+    ///     properties missing from the stored value are taken from.
     ///   - key: The key the value is stored under; unique in the storage.
     ///   - storage: Where to keep the value: `.file(directory)`, `.userDefaults()`, `.inMemory`,
     ///     or your own ``StateStorage``.
     public init(_ defaultValue: Value, key: String, storage: any StateStorage) {
-        let (claim, isGranted) = StorageClaims.shared.claim(key: key, location: storage.location, type: Value.self)
-        var initialValue = defaultValue
-        var isPersisting = isGranted
-        if isGranted {
-            (initialValue, isPersisting) = loadStoredValue(key: key, storage: storage, defaultValue: defaultValue)
-        }
+        let shared = StoredValue<Value>.shared(key: key, storage: storage, defaultValue: defaultValue)
+        let link = shared?.link
         self.storage = storage
-        self.isPersisting = isPersisting
-        self.claim = claim
-        self.writer = PersistenceWriter(label: key, writtenVersion: 0)
-        super.init(initialValue, key: key)
+        self.link = link
+        super.init(shared?.value ?? defaultValue, key: key)
+        if let link { join(link, as: self) }
     }
 
-    /// Schedules a save of the current value, then announces the change.
+    /// Shares the change with the key's other containers and schedules its save, then announces it.
     ///
     /// StateKit calls it after every change; call it yourself after changing a reference-type
     /// value in place.
     open override func didModify() {
         super.didModify()
-        scheduleSave()
+        if let link { shareNewestChange(link: link) }
+    }
+
+    /// Whether the container saves its changes: `false` after a key conflict, or when the stored
+    /// data could be neither read nor moved aside (so it is not overwritten; see ``saveError``).
+    public var isPersisting: Bool {
+        link?.storedValue.isPersisting ?? false
+    }
+
+    /// Why the stored value could not be used, or `nil`: the storage could not be read, or held
+    /// bytes that do not decode (on creation, or written outside the container later).
+    ///
+    /// The container then holds its default (or, for a later outside write, the value it had);
+    /// the bytes were moved or copied aside and a diagnostic names where. It is observable, and
+    /// becomes `nil` once a stored value is read again.
+    public var loadError: (any Error)? {
+        link?.storedValue.status.loadError
+    }
+
+    /// Why the newest value is not in storage, or `nil`: the last save failed (a full disk, a
+    /// permission), or saving stopped (``SavingStopped``). Observable; `nil` again after a save
+    /// succeeds. A failed save is retried in the background, and by ``flush()``.
+    public var saveError: (any Error)? {
+        link?.storedValue.status.saveError
     }
 
     /// Saves the newest value now if it is not saved yet, and returns once it is in storage.
     ///
     /// Call it before the process exits (or in tests) to be sure the last change is stored. A
-    /// failed save is reported as ``StateDiagnostic/Kind/storageFailed``; the next change or
-    /// flush tries again.
+    /// failed save is retried a few times (over about a second) before `flush()` returns; the
+    /// error is then in ``saveError`` and reported as ``StateDiagnostic/Kind/storageFailed``, and
+    /// the save is retried later in the background.
     public func flush() {
-        guard isPersisting else { return }
-        scheduleSave()
-        writer.waitUntilIdle()
-    }
-
-    private func scheduleSave() {
-        guard isPersisting else { return }
-        let (value, version) = lock.withLock { (storedValue, storedVersion) }
-        writer.schedule(version: version) { [key, storage] in
-            save(value, key: key, storage: storage)
-        }
+        guard let link else { return }
+        // The newest change may still be queued behind another thread's delivery: hand it over
+        // now rather than when it is delivered.
+        shareNewestChange(link: link)
+        link.storedValue.flush()
     }
 }
 
 extension PersistedState: @unchecked Sendable {}
 
-/// The stored value for `key`, or `defaultValue` when there is none or it does not decode; and
-/// whether the container may save (not when bad bytes could not be moved aside).
-private func loadStoredValue<Value: Decodable>(
-    key: String,
-    storage: any StateStorage,
-    defaultValue: Value
-) -> (Value, isPersisting: Bool) {
-    let data: Data
-    do {
-        guard let stored = try storage.load(forKey: key) else { return (defaultValue, true) }
-        data = stored
-    } catch let error as StoredValueMismatch {
-        return (defaultValue, StoredValueRecovery.setAside(key: key, in: storage, expected: Value.self, error: error))
-    } catch {
-        StoredValueRecovery.reportFailure("loading", key: key, in: storage.location, error: error)
-        return (defaultValue, false)
-    }
-    do {
-        return (try PersistenceCoder.decode(Value.self, from: data), true)
-    } catch {
-        return (defaultValue, StoredValueRecovery.setAside(key: key, in: storage, expected: Value.self, error: error))
+extension PersistedState: StoredValueMember {
+    func receiveStoredValue(_ value: Value, sequence: UInt64) {
+        guard let link else { return }
+        applyStoredValue(value, sequence: sequence, link: link)
     }
 }
 
-private func save<Value: Encodable>(_ value: Value, key: String, storage: any StateStorage) {
-    let data: Data
-    do {
-        data = try PersistenceCoder.encode(value)
-    } catch {
-        StateDiagnostics.report(
-            StateDiagnostic(
-                kind: .encodingFailed, keys: [key],
-                message: "could not encode \(Value.self) for \(storage.location): \(error)", error: error))
-        return
-    }
-    do {
-        try storage.save(data, forKey: key)
-    } catch {
-        StoredValueRecovery.reportFailure("saving", key: key, in: storage.location, error: error)
+extension StoredValue where Value: Codable & Sendable {
+    /// A new container's link to the stored value of `key` in `storage`; `nil` after a key conflict.
+    static func shared(
+        key: String,
+        storage: any StateStorage,
+        defaultValue: Value
+    ) -> (link: StoredValueLink<Value>, value: Value)? {
+        let storedValue = StoredValueRegistry.shared.storedValue(key: key, location: storage.location) {
+            if let defaults = storage as? UserDefaultsStateStorage {
+                return StoredValue(
+                    key: key, codec: .defaults(key: key, storage: defaults, defaultValue: defaultValue),
+                    defaultValue: defaultValue, savesInline: true)
+            }
+            return StoredValue(
+                key: key, codec: .bytes(key: key, storage: storage, defaultValue: defaultValue),
+                defaultValue: defaultValue, savesInline: false)
+        }
+        guard let storedValue else { return nil }
+        let (value, sequence) = storedValue.snapshot()
+        return (StoredValueLink(storedValue, sequence: sequence), value)
     }
 }

@@ -19,10 +19,71 @@ enum PersistenceCoder {
         return try JSONDecoder().decode(type, from: data)
     }
 
-    /// Decodes `data` as the `Decodable` type `type` names at run time; `nil` if it is not `Decodable`.
-    static func decodeIfDecodable(_ type: Any.Type, from data: Data) throws -> Any? {
+    /// Decodes `data`; when it lacks properties the type has (a field added in a later release,
+    /// nested or not), decodes it again with those properties taken from `defaultValue`.
+    ///
+    /// The stored JSON object is merged over the default value's, key by key, recursively:
+    /// stored properties win, missing ones come from the default, and stored properties the type
+    /// no longer has are ignored by decoding. Arrays are taken as stored.
+    static func decode<Value: Decodable>(_ type: Value.Type, from data: Data, filling defaultValue: Value?) throws
+        -> Value
+    {
+        do {
+            return try decode(type, from: data)
+        } catch DecodingError.keyNotFound(let key, let context) {
+            guard let defaultValue = defaultValue as? any Encodable,
+                let defaultData = try? encode(defaultValue),
+                let merged = mergedJSON(data, over: defaultData, isVersioned: type is any VersionedValue.Type)
+            else { throw DecodingError.keyNotFound(key, context) }
+            return try decode(type, from: merged)
+        }
+    }
+
+    /// Decodes `data` as a value of `defaultValue`'s type, filling missing properties from it.
+    static func decode<Value: Decodable>(from data: Data, filling defaultValue: Value) throws -> Value {
+        try decode(Value.self, from: data, filling: defaultValue)
+    }
+
+    /// Decodes `data` as the type `type` names at run time, filling missing properties from
+    /// `defaultValue`; `nil` if the type is not `Decodable`.
+    static func decodeIfDecodable(_ type: Any.Type, from data: Data, filling defaultValue: Any?) throws -> Any? {
         guard let decodable = type as? any Decodable.Type else { return nil }
-        return try decode(decodable, from: data)
+        func open<T: Decodable>(_ type: T.Type) throws -> Any {
+            try decode(type, from: data, filling: defaultValue as? T)
+        }
+        return try open(decodable)
+    }
+
+    /// Decodes the one element of the JSON array `data` as the type `type` names at run time;
+    /// `nil` if the type is not `Decodable`.
+    static func decodeIfDecodable(_ type: Any.Type, fromArrayOfOne data: Data) throws -> Any? {
+        guard let decodable = type as? any Decodable.Type else { return nil }
+        func open<T: Decodable>(_ type: T.Type) throws -> Any? {
+            try JSONDecoder().decode([T].self, from: data).first
+        }
+        return try open(decodable)
+    }
+
+    /// `stored` merged over `defaults` (both JSON); `nil` when they are not both objects, or, for a
+    /// ``VersionedValue``, when the stored value has no version envelope.
+    private static func mergedJSON(_ stored: Data, over defaults: Data, isVersioned: Bool) -> Data? {
+        guard let storedObject = try? JSONSerialization.jsonObject(with: stored) as? [String: Any],
+            let defaultObject = try? JSONSerialization.jsonObject(with: defaults) as? [String: Any],
+            !isVersioned || storedObject[EnvelopeKey.schemaVersion.rawValue] != nil
+        else { return nil }
+        return try? JSONSerialization.data(withJSONObject: merge(storedObject, over: defaultObject))
+    }
+
+    private static func merge(_ stored: [String: Any], over defaults: [String: Any]) -> [String: Any] {
+        var merged = defaults
+        for (key, value) in stored {
+            if let nested = value as? [String: Any], let nestedDefault = defaults[key] as? [String: Any] {
+                merged[key] = merge(nested, over: nestedDefault)
+            } else {
+                merged[key] = value
+            }
+        }
+        return merged
     }
 
     /// Encodes `value` if its run-time type is `Encodable`; `nil` if it is not.

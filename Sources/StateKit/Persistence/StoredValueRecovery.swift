@@ -2,35 +2,40 @@ import Foundation
 
 /// What persisted containers do with stored data they cannot use: keep it aside and say so.
 enum StoredValueRecovery {
-    /// Moves the value under `key` to `"<key>.corrupt-<timestamp>"` and reports a
-    /// ``StateDiagnostic/Kind/decodingFailed`` naming the key, the storage and `error`.
-    ///
-    /// - Returns: Whether the bytes are safe aside, so the container may overwrite `key`.
-    static func setAside(
-        key: String,
-        in storage: any StateStorage,
-        expected type: Any.Type,
-        error: any Error
-    ) -> Bool {
-        let asideKey = "\(key).corrupt-\(timestamp())"
-        let problem = "the value stored in \(storage.location) does not decode as \(type): \(error)"
-        do {
-            try storage.moveValue(forKey: key, toKey: asideKey)
-        } catch let moveError {
-            StateDiagnostics.report(
-                StateDiagnostic(
-                    kind: .decodingFailed, keys: [key],
-                    message: "\(problem); started from the default value, and will not save, because moving the "
-                        + "stored value aside to '\(asideKey)' failed: \(moveError)",
-                    error: error))
-            return false
+    /// A key for keeping the value of `key` aside that nothing in `storage` holds yet:
+    /// `"<key>.corrupt-<timestamp>-<random>"`, so set-asides made in the same millisecond, or by
+    /// two processes at once, never overwrite each other.
+    static func unusedAsideKey(for key: String, isUsed: (String) throws -> Bool) rethrows -> String {
+        while true {
+            let candidate = "\(key).corrupt-\(timestamp())-\(UUID().uuidString.prefix(8))"
+            if try !isUsed(candidate) { return candidate }
         }
-        StateDiagnostics.report(
-            StateDiagnostic(
-                kind: .decodingFailed, keys: [key],
-                message: "\(problem); started from the default value and kept the stored value as '\(asideKey)'",
-                error: error))
-        return true
+    }
+
+    /// A readable account of a decoding error: the property that failed, by its path, and why.
+    static func describe(_ error: any Error) -> String {
+        guard let error = error as? DecodingError else { return "\(error)" }
+        let context: DecodingError.Context
+        let problem: String
+        switch error {
+        case .keyNotFound(let key, let found):
+            let path = (found.codingPath + [key]).map(\.stringValue).joined(separator: ".")
+            return "property '\(path)' is missing and the default value has none (\(found.debugDescription))"
+        case .typeMismatch(let type, let found):
+            context = found
+            problem = "is not a \(type)"
+        case .valueNotFound(let type, let found):
+            context = found
+            problem = "is null where a \(type) is needed"
+        case .dataCorrupted(let found):
+            context = found
+            problem = "is not valid"
+        @unknown default:
+            return "\(error)"
+        }
+        let path = context.codingPath.map(\.stringValue).joined(separator: ".")
+        let subject = path.isEmpty ? "the stored value" : "property '\(path)'"
+        return "\(subject) \(problem) (\(context.debugDescription))"
     }
 
     /// Reports a key already claimed in `storage` for another type.
@@ -42,12 +47,10 @@ enum StoredValueRecovery {
                     + "\(other); the new container keeps its value in memory only"))
     }
 
-    /// Reports a storage operation that threw.
-    static func reportFailure(_ operation: String, key: String, in storage: String, error: any Error) {
-        StateDiagnostics.report(
-            StateDiagnostic(
-                kind: .storageFailed, keys: [key], message: "\(operation) in \(storage) failed: \(error)",
-                error: error))
+    /// The diagnostic for a storage operation that threw.
+    static func failure(_ operation: String, key: String, in storage: String, error: any Error) -> StateDiagnostic {
+        StateDiagnostic(
+            kind: .storageFailed, keys: [key], message: "\(operation) in \(storage) failed: \(error)", error: error)
     }
 
     /// The time as `20260522T101112.123Z`: sortable, and safe in file names.

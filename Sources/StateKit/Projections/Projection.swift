@@ -136,12 +136,16 @@ struct WritableKeyPathProjection<Root, Value: Equatable>: WritableProjection, @u
 }
 
 /// `".user.name"` for `\App.user.name`: what a projection adds to its container's key.
+///
+/// The runtime describes a computed property or a subscript as `<computed 0x7f… (Int)>`, an
+/// address that changes from run to run; the key says `<computed Int>` instead, so that errors
+/// and diagnostics read the same in every run.
 func pathSuffix(_ path: AnyKeyPath) -> String {
     var text = String(describing: path)
     if text.hasPrefix("\\") { text.removeFirst() }
     let rootName = String(describing: type(of: path).rootType)
     if text.hasPrefix(rootName) { text.removeFirst(rootName.count) }
-    return text
+    return text.replacing(/<computed 0x[0-9a-fA-F]+ \((.*?)\)>/) { "<computed \($0.output.1)>" }
 }
 
 extension State {

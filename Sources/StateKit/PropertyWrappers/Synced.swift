@@ -22,6 +22,19 @@ public struct Synced<Value: Sendable>: Sendable {
         projectedValue = SyncedState(wrappedValue, key: key, sinks: sinks)
     }
 
+    /// A property whose value is stored for `key` in `storage`, and whose changes are saved
+    /// there and sent to `sinks`; see ``SyncedState/init(_:key:storage:sinks:)-(_,_,_,[StateSink<Value>])``.
+    ///
+    /// ```swift
+    /// final class Cart {
+    ///     @Synced(key: "cart", storage: .file(directory), sinks: [LoggingSink()]) var items: [String] = []
+    /// }
+    /// ```
+    public init(wrappedValue: Value, key: String, storage: any StateStorage, sinks: [any StateSink<Value>])
+    where Value: Codable {
+        projectedValue = SyncedState(wrappedValue, key: key, storage: storage, sinks: sinks)
+    }
+
     /// Stores the property in an existing container, to share it between models.
     public init(_ container: SyncedState<Value>) {
         projectedValue = container

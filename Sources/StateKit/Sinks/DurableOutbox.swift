@@ -5,7 +5,7 @@ import Foundation
 ///
 /// ```swift
 /// let order = SyncedState(Order(), key: "order") {
-///     DurableOutbox(fileURL: supportDirectory.appending(path: "order.outbox"), wrapping: HTTPSyncSink(...))
+///     DurableOutbox(fileURL: supportDirectory.appending(path: "order.outbox"), wrapping: LoggingSink())
 /// }
 /// ```
 ///

@@ -28,6 +28,8 @@
 open class SyncedState<Value: Sendable>: MonitoredState<Value> {
     let pipelines: [SinkPipeline<Value>]
     private var sinkSubscription: Subscription?
+    /// The shared stored value when the container persists (``init(_:key:storage:sinks:)-(_,_,_,[StateSink<Value>])``).
+    let link: StoredValueLink<Value>?
 
     /// Creates a container holding `defaultValue` whose changes go to `sinks`.
     ///
@@ -41,7 +43,17 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
     ///   - defaultValue: The initial value.
     ///   - key: A key unique across the application; sinks receive it in every ``StateChange``.
     ///   - sinks: Where changes go, each with its own buffer and delivery task.
-    public init(_ defaultValue: Value, key: String, sinks: [any StateSink<Value>]) {
+    public convenience init(_ defaultValue: Value, key: String, sinks: [any StateSink<Value>]) {
+        self.init(defaultValue, key: key, sinks: sinks, stored: nil)
+    }
+
+    /// Creates the container; with `stored`, it holds and persists the key's shared stored value.
+    init(
+        _ defaultValue: Value,
+        key: String,
+        sinks: [any StateSink<Value>],
+        stored: (link: StoredValueLink<Value>, value: Value)?
+    ) {
         var openings: [(log: any LogBackedSink<Value>, opening: OutboxOpening)?] = []
         for sink in sinks {
             guard let log = sink as? any LogBackedSink<Value> else {
@@ -51,7 +63,8 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
             openings.append(log.open(key: key).map { (log, $0) })
         }
         let lastVersion = openings.map { $0?.opening.lastVersion ?? 0 }.max() ?? 0
-        // Versions continue only behind a log; otherwise keys carry this instance's random part.
+        // Versions continue only behind a log (storage keeps the value, not the version);
+        // otherwise keys carry this instance's random part.
         let logSinks = sinks.filter { $0 is any LogBackedSink<Value> }.count
         let continuesVersions = logSinks > 0 && openings.compactMap { $0 }.count == logSinks
         let instance = continuesVersions ? nil : Self.makeInstanceID()
@@ -61,7 +74,8 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
                 firstPending: opened?.opening.firstPending)
         }
         self.pipelines = pipelines
-        super.init(defaultValue, key: key)
+        self.link = stored?.link
+        super.init(stored?.value ?? defaultValue, key: key)
         disableHook(ifInstanceOf: SyncedState<Value>.self)
         let logs = openings.compactMap { $0?.log }
         lock.withLock {
@@ -73,14 +87,17 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
                 }
             }
         }
+        let link = stored?.link
         sinkSubscription = addSubscriber(
             queue: nil,
-            handler: .change { change in
+            handler: .change { [weak self] change in
+                if let link { self?.shareNewestChange(link: link) }
                 let change = instance == nil ? change : change.made(by: instance)
                 for pipeline in pipelines { pipeline.enqueue(change) }
             },
             sendsCurrentValue: false
         )
+        if let link { join(link, as: self) }
         connectRemoteSinks(sinks)
     }
 
@@ -106,7 +123,8 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
     }
 
     /// Returns once every sink has received every change made before the call, or given it up
-    /// (or dropped it, or paused) as its policy says, or when the calling task is cancelled.
+    /// (or dropped it, or paused) as its policy says, or when the calling task is cancelled; a
+    /// persisted container (``init(_:key:storage:sinks:)-(_,_,_,[StateSink<Value>])``) first saves its newest value.
     ///
     /// Use it in tests instead of sleeping, and before the app suspends. A sink paused by
     /// ``SinkPolicy/Failure/pauseAndKeep(retryEvery:)``, or asked by its destination to wait longer
@@ -114,6 +132,10 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
     /// (see ``statistics``). Use ``flush(timeout:)`` to bound the wait.
     public func flush() async {
         await deliveredBarrier()
+        if let link {
+            shareNewestChange(link: link)
+            link.storedValue.flush()
+        }
         for pipeline in pipelines {
             if Task.isCancelled { return }
             await pipeline.flush()

@@ -36,11 +36,15 @@ struct TemporaryDefaults {
     @Test func optionalBecomingNilRemovesTheKey() {
         let suite = TemporaryDefaults()
         defer { suite.cleanUp() }
-        let rating = UserDefaultsState<Int?>(nil, key: "appRating", defaults: suite.defaults)
-        rating ~> 4
-        #expect(suite.defaults.object(forKey: "appRating") as? Int == 4)
-        rating ~> nil
-        #expect(suite.defaults.object(forKey: "appRating") == nil)
+        do {
+            let rating = UserDefaultsState<Int?>(nil, key: "appRating", defaults: suite.defaults)
+            rating ~> 4
+            #expect(suite.defaults.object(forKey: "appRating") as? Int == 4)
+            rating ~> nil
+            #expect(suite.defaults.object(forKey: "appRating") == nil)
+            // A second container on the key shares the live value, nil, rather than its default.
+            #expect(UserDefaultsState<Int?>(7, key: "appRating", defaults: suite.defaults).value == nil)
+        }
         #expect(UserDefaultsState<Int?>(7, key: "appRating", defaults: suite.defaults).value == 7)
     }
 

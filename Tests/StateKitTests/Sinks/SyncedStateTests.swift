@@ -189,10 +189,17 @@ import Testing
             }
         }
         state.modify(2)  // returns at once: queued behind the blocked delivery of version 1
-        let flushed = Task { await state.flush() }
+        let returned = Collector<Bool>()
+        let flushed = Task {
+            await state.flush()
+            returned.append(true)
+        }
         for _ in 0..<20 { await Task.yield() }
+        try? await Task.sleep(for: .milliseconds(20))  // time for a flush that does not wait to return
+        #expect(returned.all.isEmpty, "flush() returned while version 2 was still queued")
         release.signal()
         await flushed.value
+        #expect(returned.all == [true])
         #expect(sink.versions == [1, 2])
         subscription.cancel()
     }

@@ -1,25 +1,25 @@
 import Foundation
 import StateKit
+import StateKitTesting
 
-/// Captures every diagnostic the test process reports, so parallel tests can each look for the
+/// The test process's one recorder of every diagnostic, so parallel tests can each look for the
 /// ones naming their own (unique) keys without replacing the global handler under each other.
+/// A thin front for StateKitTesting's public recorder, which users' tests use the same way. The
+/// diagnostics that tests provoke on purpose are kept out of the test log.
 enum DiagnosticsRecorder {
-    private static let lock = NSLock()
-    nonisolated(unsafe) private static var recorded: [StateDiagnostic] = []
-    private static let installation: Void = {
-        StateDiagnostics.handler = { diagnostic in
-            lock.withLock { recorded.append(diagnostic) }
-        }
+    private static let shared: StateKitTesting.DiagnosticsRecorder = {
+        StateKitTesting.DiagnosticsRecorder.forwardsToPreviousHandler = false
+        return StateKitTesting.DiagnosticsRecorder()
     }()
 
     /// Installs the recording handler (once per process).
     static func start() {
-        installation
+        _ = shared
     }
 
     /// The diagnostics so far that name `key`.
     static func diagnostics(involving key: String) -> [StateDiagnostic] {
-        lock.withLock { recorded.filter { $0.keys.contains(key) } }
+        shared.diagnostics(involving: key)
     }
 }
 

@@ -12,13 +12,29 @@ import Darwin
 final class TestHelperProcess {
     let process = Process()
     private let output = Pipe()
+    private let input = Pipe()
     private var buffer = Data()
 
     init(_ arguments: [String]) throws {
         process.executableURL = try Self.executableURL()
         process.arguments = arguments
         process.standardOutput = output
+        process.standardInput = input
         try process.run()
+    }
+
+    /// Writes `text` and a newline to the child's standard input.
+    func send(_ text: String) {
+        input.fileHandleForWriting.write(Data((text + "\n").utf8))
+    }
+
+    /// The next line the child printed that starts with `prefix`, skipping others; `nil` once
+    /// the child closed its output.
+    func nextLine(startingWith prefix: String) -> String? {
+        while let line = nextLine() {
+            if line.hasPrefix(prefix) { return line }
+        }
+        return nil
     }
 
     /// Runs the helper to completion and returns its output lines.

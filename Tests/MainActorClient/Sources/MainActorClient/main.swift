@@ -53,8 +53,33 @@ final class SettingsModel {
     @Synced(key: "client.score", sinks: [LoggingSink()]) var score = 0
 }
 
+/// What a validator calls must be `nonisolated`: validators run on the writing thread, off the
+/// main actor, even in a main-actor class.
+nonisolated enum QuantityRule {
+    static func allows(_ quantity: Int) -> Bool { quantity >= 0 }
+}
+nonisolated struct NegativeQuantity: Error {}
+
+/// A validated property in a main-actor class.
+final class OrderModel {
+    @Stateful(
+        key: "client.quantity",
+        validator: { _, proposed in
+            guard QuantityRule.allows(proposed) else { throw NegativeQuantity() }
+        })
+    var quantity = 1
+}
+
 let model = ProfileModel()
 model.bind()
+
+let order = OrderModel()
+order.quantity = 2
+do {
+    try order.$quantity.set(-1)
+} catch {
+    print("refused: \(error)")
+}
 
 // Containers and operators.
 let plain = State(1, key: "plain")

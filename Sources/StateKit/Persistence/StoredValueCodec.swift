@@ -1,0 +1,86 @@
+import Foundation
+
+/// What a storage holds for one key, as read or about to be written: the payload (bytes for a
+/// ``StateStorage``, a property-list object for `UserDefaults`) and a fingerprint that tells two
+/// representations apart, so a container recognises its own writes when a watcher reports them.
+struct StoredRepresentation: @unchecked Sendable {
+    /// `Data` for byte storages; a property-list object for `UserDefaults`.
+    let payload: Any
+    /// Equal for equal payloads.
+    let fingerprint: Data
+}
+
+/// How a ``StoredValue`` reads, writes and watches its key in one storage.
+///
+/// There are two: ``bytes(key:storage:defaultValue:)`` for any ``StateStorage`` (JSON, with
+/// missing properties taken from the default value), and `UserDefaults`'s one format (see
+/// `DefaultsValueCoding`), used by ``UserDefaultsState`` and by a ``PersistedState`` over
+/// ``UserDefaultsStateStorage`` alike, so each reads what the other wrote.
+struct StoredValueCodec<Value>: @unchecked Sendable {
+    /// What storage holds, or `nil` when it holds nothing. Throws when it cannot be read.
+    var load: @Sendable () throws -> StoredRepresentation?
+    /// The value in a representation; throws when it does not decode.
+    var decode: @Sendable (StoredRepresentation) throws -> Value
+    /// The representation of a value, or `nil` when storing it means removing the key (an
+    /// `Optional` that is `nil`, for `UserDefaults`).
+    var encode: @Sendable (Value) throws -> StoredRepresentation?
+    /// Writes a representation (`nil` removes the key).
+    var store: @Sendable (StoredRepresentation?) throws -> Void
+    /// Moves what the key holds aside, under a key no other value uses; returns that key.
+    var moveAside: @Sendable () throws -> String
+    /// Copies a representation aside, leaving the key as it is; returns the key it went to.
+    var copyAside: @Sendable (StoredRepresentation) throws -> String
+    /// Calls the handler when the key may have changed outside this process's containers; the
+    /// watch lasts as long as the returned token. `nil` when the storage cannot be watched.
+    var watch: @Sendable (_ onChange: @escaping @Sendable () -> Void) -> AnyObject?
+    /// Where the key lives, for diagnostics.
+    var location: String
+}
+
+extension StoredValueCodec where Value: Codable & Sendable {
+    /// JSON bytes in `storage`, read with the missing properties taken from `defaultValue`.
+    static func bytes(key: String, storage: any StateStorage, defaultValue: Value) -> Self {
+        let watcher = storage as? any WatchableStateStorage
+        let fill = UncheckedSendable(defaultValue)
+        return StoredValueCodec(
+            load: {
+                guard let data = try storage.load(forKey: key) else { return nil }
+                return StoredRepresentation(payload: data, fingerprint: data)
+            },
+            decode: { representation in
+                try PersistenceCoder.decode(from: representation.payload as! Data, filling: fill.value)
+            },
+            encode: { value in
+                let data = try PersistenceCoder.encode(value)
+                return StoredRepresentation(payload: data, fingerprint: data)
+            },
+            store: { representation in
+                if let representation {
+                    try storage.save(representation.payload as! Data, forKey: key)
+                } else {
+                    try storage.remove(forKey: key)
+                }
+            },
+            moveAside: {
+                let asideKey = try StoredValueRecovery.unusedAsideKey(for: key) { try storage.load(forKey: $0) != nil }
+                try storage.moveValue(forKey: key, toKey: asideKey)
+                return asideKey
+            },
+            copyAside: { representation in
+                let asideKey = try StoredValueRecovery.unusedAsideKey(for: key) { try storage.load(forKey: $0) != nil }
+                try storage.save(representation.payload as! Data, forKey: asideKey)
+                return asideKey
+            },
+            watch: { onChange in watcher?.watch(key: key, onChange: onChange) },
+            location: storage.location
+        )
+    }
+}
+
+/// A storage that can tell when a key changes outside this process's containers: another
+/// process, a sync tool replacing a file, other code writing `UserDefaults`.
+protocol WatchableStateStorage: StateStorage {
+    /// Calls `onChange`, on any thread, soon after what `key` holds may have changed (it may also
+    /// call it when nothing changed); watching lasts as long as the returned token.
+    func watch(key: String, onChange: @escaping @Sendable () -> Void) -> AnyObject?
+}

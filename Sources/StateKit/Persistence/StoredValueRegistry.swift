@@ -1,0 +1,55 @@
+/// The live ``StoredValue`` of each key in each storage, so that every persisted container of a
+/// key in a storage shares one value, and two containers claiming it with different value types
+/// are reported.
+final class StoredValueRegistry: @unchecked Sendable {
+    private struct Entry {
+        weak var storedValue: (any RetirableStoredValue)?
+        let type: Any.Type
+    }
+
+    static let shared = StoredValueRegistry()
+
+    private let lock = Lock()
+    private var entries: [String: Entry] = [:]
+
+    /// The live stored value of `key` at `location`, made by `make` and loaded if there is none.
+    ///
+    /// - Returns: `nil`, after reporting a ``StateDiagnostic/Kind/keyConflict``, when a live
+    ///   stored value holds the key with another value type: the new container then keeps its
+    ///   value in memory only, so neither corrupts the other.
+    func storedValue<Value>(
+        key: String,
+        location: String,
+        make: () -> StoredValue<Value>
+    ) -> StoredValue<Value>? {
+        let name = location + "\u{0}" + key
+        let found: StoredValue<Value>?
+        let conflictingType: Any.Type?
+        (found, conflictingType) = lock.withLock {
+            if let entry = entries[name], let live = entry.storedValue {
+                if let shared = live as? StoredValue<Value> { return (shared, nil) }
+                // No container holds the other type any more; only a save in flight kept it.
+                guard live.retire() else { return (nil, entry.type) }
+            }
+            if entries.count > 64 && entries.count.isMultiple(of: 64) {
+                entries = entries.filter { $0.value.storedValue != nil }
+            }
+            let made = make()
+            entries[name] = Entry(storedValue: made, type: Value.self)
+            return (made, nil)
+        }
+        if let conflictingType {
+            StoredValueRecovery.reportConflict(key: key, in: location, type: Value.self, claimedBy: conflictingType)
+            return nil
+        }
+        found?.prepare()
+        return found
+    }
+}
+
+/// A stored value of any type, as the registry sees one it may have to replace.
+protocol RetirableStoredValue: AnyObject {
+    /// If no container holds the value any more: finishes its pending save and stops it from
+    /// saving or watching again, and returns `true`; otherwise returns `false`.
+    func retire() -> Bool
+}

@@ -1,0 +1,63 @@
+/// Persisted and synced in one container: the stored value is loaded on creation, every change is
+/// saved as ``PersistedState`` saves it and handed to the sinks.
+extension SyncedState where Value: Codable {
+    /// Creates a container holding the value stored for `key` in `storage` (or `defaultValue`),
+    /// which saves every change there and forwards it to `sinks`.
+    ///
+    /// ```swift
+    /// let cart = SyncedState([String](), key: "cart", storage: .file(directory), sinks: [LoggingSink()])
+    /// cart.modify { $0.append("Book") }   // survives a relaunch, and is logged
+    /// ```
+    ///
+    /// It shares its value with every other persisted container of `key` in `storage`, as
+    /// ``PersistedState`` does, and takes changes written to the storage outside the process.
+    public convenience init(
+        _ defaultValue: Value,
+        key: String,
+        storage: any StateStorage,
+        sinks: [any StateSink<Value>]
+    ) {
+        let stored = StoredValue<Value>.shared(key: key, storage: storage, defaultValue: defaultValue)
+        self.init(defaultValue, key: key, sinks: sinks, stored: stored)
+    }
+
+    /// Creates a persisted container whose sinks are listed in a block; see
+    /// ``init(_:key:storage:sinks:)-(_,_,_,[StateSink<Value>])``.
+    ///
+    /// ```swift
+    /// let score = SyncedState(0, key: "score", storage: .file(directory)) {
+    ///     LoggingSink()
+    /// }
+    /// ```
+    public convenience init(
+        _ defaultValue: Value,
+        key: String,
+        storage: any StateStorage,
+        @SinkBuilder<Value> sinks: () -> [any StateSink<Value>]
+    ) {
+        self.init(defaultValue, key: key, storage: storage, sinks: sinks())
+    }
+
+    /// Whether the container saves its changes; `false` when it was created without storage, or
+    /// as for ``PersistedState/isPersisting``.
+    public var isPersisting: Bool {
+        link?.storedValue.isPersisting ?? false
+    }
+
+    /// Why the stored value could not be used, or `nil`; see ``PersistedState/loadError``.
+    public var loadError: (any Error)? {
+        link?.storedValue.status.loadError
+    }
+
+    /// Why the newest value is not in storage, or `nil`; see ``PersistedState/saveError``.
+    public var saveError: (any Error)? {
+        link?.storedValue.status.saveError
+    }
+}
+
+extension SyncedState: StoredValueMember {
+    func receiveStoredValue(_ value: Value, sequence: UInt64) {
+        guard let link else { return }
+        applyStoredValue(value, sequence: sequence, link: link)
+    }
+}
