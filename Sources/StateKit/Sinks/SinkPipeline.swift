@@ -21,7 +21,7 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
     private var machine: SinkPipelineStateMachine<Value>
     private var nextFlushID: UInt64 = 0
     private var task: Task<Void, Never>?
-    private var drainTimer: Task<Void, Never>?
+    private var drainTimer: DispatchWorkItem?
 
     /// - Parameters:
     ///   - startVersion: The container's version before its first change.
@@ -97,16 +97,16 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
         let (wake, task) = lock.withLock { (machine.close(), self.task) }
         wake?.resume()
         log?.release()
-        let timeout = policy.drainTimeout
-        let timer = Task {
-            try? await Task.sleep(for: timeout)
-            if !Task.isCancelled { task?.cancel() }
-        }
+        // A Dispatch timer, not a task: 10,000 released containers must not flood Swift
+        // concurrency's shared pool with sleeping tasks.
+        let timer = DispatchWorkItem { task?.cancel() }
         let isRunning = lock.withLock {
             drainTimer = timer
             return self.task != nil
         }
-        if !isRunning { timer.cancel() }
+        if isRunning {
+            DispatchQueue.global().asyncAfter(deadline: .now() + policy.drainTimeout.inSeconds, execute: timer)
+        }
     }
 
     // MARK: Delivery task

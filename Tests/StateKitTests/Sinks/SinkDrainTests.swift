@@ -26,12 +26,19 @@ import Testing
 
     @Test func tenThousandReleasedContainersWithFailingSinksLeaveNoLiveSinks() async {
         let key = uniqueKey()
-        let policy = alwaysFailing(drainTimeout: .milliseconds(200))
-        for value in 1...10_000 {
-            let state = SyncedState(0, key: key) {
-                TestSink<Int>(policy: policy) { attempt in ScriptedFailure(attempt: attempt) }
+        // One attempt, then paused for 30 s: the sinks would sit there for good without the drain
+        // timeout. Made on a thread of its own, one contention run at a time: 10,000 containers
+        // take seconds under the thread sanitizer, which must not stall the shared pool.
+        var oneAttempt = alwaysFailing(drainTimeout: .milliseconds(200))
+        oneAttempt.retry.maximumAttempts = 1
+        let policy = oneAttempt
+        await contending {
+            for value in 1...10_000 {
+                let state = SyncedState(0, key: key) {
+                    TestSink<Int>(policy: policy) { attempt in ScriptedFailure(attempt: attempt) }
+                }
+                state.modify(value)
             }
-            state.modify(value)
         }
         #expect(await noLivePipelines(key))
         #expect(DiagnosticsRecorder.diagnostics(involving: key).contains { $0.kind == .sinkStopped })
