@@ -99,7 +99,8 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
             request.setValue(String(version), forHTTPHeaderField: "State-Version")
             request.setValue(
-                Self.idempotencyKeyField("\(change.key)#\(version)"), forHTTPHeaderField: "Idempotency-Key")
+                Self.idempotencyKeyField(change.idempotencyKey(atVersion: version)),
+                forHTTPHeaderField: "Idempotency-Key")
             request.setValue(change.key, forHTTPHeaderField: "State-Key")
             request.httpBody = body
             try await configuration.prepare?(&request)

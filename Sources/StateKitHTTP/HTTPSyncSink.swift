@@ -13,9 +13,10 @@ import FoundationNetworking
 /// - the body is the value, JSON-encoded with the `encoder` given to ``init(endpoint:method:headers:timeout:encoder:decoder:conflictPolicy:maximumConflictRounds:loadsOnStart:policy:configuration:prepare:)`` (sorted keys unless given);
 /// - `If-Match: <ETag>` with the `ETag` of the last successful answer, or `If-None-Match: *` while
 ///   the resource is not known to exist, so a write never overwrites what another client wrote;
-/// - `Idempotency-Key` is the change's key and version (`"profile#7"`, a Structured Field String
-///   as draft-ietf-httpapi-idempotency-key-header says); `State-Version` and `State-Key` add the
-///   version and the container's key.
+/// - `Idempotency-Key` is the change's ``StateKit/StateChange/idempotencyKey`` at the version sent
+///   (`"profile#7"` behind a durable outbox, `"profile#1f0e9a3c5b7d2e48:7"` otherwise; a Structured
+///   Field String as draft-ietf-httpapi-idempotency-key-header says); `State-Version` and
+///   `State-Key` add the version and the container's key.
 ///
 /// Conflicts: 412, and 409 or 404 answered to a (always conditional) write, mean the server's
 /// copy changed. The sink reads it and applies ``conflictPolicy``: ``SyncConflictPolicy/serverWins``,

@@ -8,6 +8,21 @@ import StateKit
 //   statekit-sinks-helper outbox-deliver <log> <key> <events>
 //     restarts over the same log with a sink that appends JSON lines to <events>, delivers what
 //     the killed run left, makes one more change, prints "delivered <version>" and exits.
+//   statekit-sinks-helper outbox-full-disk <log> <key> <bytes>
+//     logs changes through a DurableOutbox with the file size limited to <bytes> (RLIMIT_FSIZE, as
+//     a full disk: the append that crosses it is cut short), until the outbox reports the failed
+//     append of version F; then lifts the limit, logs 10 more, prints "failed F <last>", and waits
+//     to be killed.
+//   statekit-sinks-helper outbox-lagging <log> <key> <events>
+//     writes through a DurableOutbox with the default buffer (10,000) to a sink that appends JSON
+//     lines to <events>, lagging: it starts 200 ms late, then takes 1 ms per batch. Prints
+//     "started <version>", writes 12,000 changes at once (more than the buffer holds), then one
+//     every 10 ms until killed (see OutboxKillMeasurementTests).
+//   statekit-sinks-helper outbox-drain <log> <key> <events>
+//     delivers what the log holds to <events> at full speed, prints "logged <version>" and exits.
+//   statekit-sinks-helper idempotency-keys - <key> <count>
+//     makes <count> changes in a SyncedState without an outbox and prints the idempotency key of
+//     each change its sink received, one a line (a new launch: versions start again at 1).
 //   statekit-sinks-helper measure-modify - - <writes>
 //     prints the writer's modify latency with no sink and with a sink that takes 200 ms per batch
 //     (a measurement, not a test; build with -c release).
@@ -17,6 +32,62 @@ struct StuckSink: StateSink {
     func send(_ changes: [StateChange<Int>]) async throws {
         try await Task.sleep(for: .seconds(3_600))
     }
+}
+
+/// A sink that sends nothing before `start`, then takes `lag` per batch.
+struct LaggingSink<Base: StateSink>: StateSink {
+    var base: Base
+    var start: ContinuousClock.Instant
+    var lag: Duration
+
+    func send(_ changes: [StateChange<Base.Value>]) async throws {
+        try await Task.sleep(until: start)
+        try await Task.sleep(for: lag)
+        try await base.send(changes)
+    }
+}
+
+/// A sink appending `{"key": idempotency key, "version": v, "value": v}` lines to `events`.
+func eventsSink(_ events: String) -> AnalyticsSink<Int, JSONLinesAnalyticsBackend> {
+    AnalyticsSink(backend: JSONLinesAnalyticsBackend(fileURL: URL(fileURLWithPath: events))) { change in
+        AnalyticsEvent(
+            name: "value", properties: ["value": String(change.newValue), "version": String(change.version)])
+    }
+}
+
+/// Whether the outbox reported a failed append since the last call.
+final class WriteFailures: @unchecked Sendable {
+    private let lock = NSLock()
+    private var failed = false
+
+    func note() { lock.withLock { failed = true } }
+
+    func take() -> Bool {
+        lock.withLock {
+            defer { failed = false }
+            return failed
+        }
+    }
+}
+
+/// The test process that started the helper: when it is gone (it crashed before killing the
+/// helper), the helper exits instead of waiting forever.
+let parent = getppid()
+
+/// Waits to be killed, or for the parent to be gone.
+func waitToBeKilled() -> Never {
+    while getppid() == parent { usleep(100_000) }
+    exit(0)
+}
+
+/// The idempotency keys a sink received.
+final class KeyCollector: @unchecked Sendable {
+    private let lock = NSLock()
+    private var keys: [String] = []
+
+    func append(_ more: [String]) { lock.withLock { keys += more } }
+
+    var all: [String] { lock.withLock { keys } }
 }
 
 let arguments = CommandLine.arguments
@@ -34,7 +105,7 @@ case "outbox-write":
     let state = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: StuckSink()) }
     for value in 1...max(1, count) { state.modify(value) }
     FileHandle.standardOutput.write(Data("wrote \(count)\n".utf8))
-    while true { sleep(60) }
+    waitToBeKilled()
 case "outbox-deliver":
     let backend = JSONLinesAnalyticsBackend(fileURL: URL(fileURLWithPath: arguments[4]))
     let sink = AnalyticsSink<Int, JSONLinesAnalyticsBackend>(backend: backend) { change in
@@ -45,6 +116,50 @@ case "outbox-deliver":
     state.modify(-1)
     await state.flush()
     print("delivered \(state.version)")
+case "outbox-full-disk":
+    let failures = WriteFailures()
+    StateDiagnostics.handler = { diagnostic in
+        if diagnostic.kind == .outboxWriteFailed { failures.note() }
+        StateDiagnostics.standardError(diagnostic)
+    }
+    let state = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: StuckSink()) }
+    signal(SIGXFSZ, SIG_IGN)
+    var limit = rlimit()
+    getrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
+    let unlimited = limit
+    limit.rlim_cur = rlim_t(Int(arguments[4]) ?? 4_096)
+    setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
+    var failedVersion: UInt64 = 0
+    while failedVersion == 0 {
+        state.modify { $0 += 1 }
+        if failures.take() { failedVersion = state.version }
+    }
+    limit = unlimited
+    setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
+    for _ in 1...10 { state.modify { $0 += 1 } }
+    FileHandle.standardOutput.write(Data("failed \(failedVersion) \(state.version)\n".utf8))
+    waitToBeKilled()
+case "outbox-lagging":
+    let sink = LaggingSink(
+        base: eventsSink(arguments[4]), start: .now + .milliseconds(200), lag: .milliseconds(1))
+    let state = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: sink) }
+    FileHandle.standardOutput.write(Data("started \(state.version)\n".utf8))
+    // The value is the version it makes, so a delivered change shows which write it came from.
+    for _ in 1...12_000 { state.modify(Int(state.version) + 1) }
+    while getppid() == parent {
+        state.modify(Int(state.version) + 1)
+        usleep(10_000)
+    }
+case "outbox-drain":
+    let state = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: eventsSink(arguments[4])) }
+    await state.flush()
+    print("logged \(state.version)")
+case "idempotency-keys":
+    let keys = KeyCollector()
+    let state = SyncedState(0, key: key) { ClosureSink { keys.append($0.map(\.idempotencyKey)) } }
+    for value in 1...max(1, Int(arguments[4]) ?? 1) { state.modify(value) }
+    await state.flush()
+    print(keys.all.joined(separator: "\n"))
 case "measure-modify":
     await ModifyLatency.run(writes: Int(arguments[4]) ?? 100_000)
 default:

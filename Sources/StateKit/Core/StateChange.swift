@@ -2,8 +2,10 @@ import Foundation
 
 /// One change of a container: which key, what it was, what it became, and when.
 ///
-/// Versions start at 0 for the initial value and grow by one with each change, so a change is
-/// identified by ``key`` and ``version`` together (see ``idempotencyKey``): a server receiving
+/// Versions start at 0 for the initial value and grow by one with each change. A container's
+/// versions start again at 0 when it is created again (a new launch, a view model created again),
+/// unless it continues them from disk (a ``SyncedState`` with a ``DurableOutbox``); ``instance``
+/// tells such runs apart, so ``idempotencyKey`` identifies one change for good: a server receiving
 /// the same change twice from an at-least-once pipeline can drop the duplicate.
 public struct StateChange<Value> {
     /// The key of the container that changed.
@@ -17,19 +19,50 @@ public struct StateChange<Value> {
     public let version: UInt64
     /// When the change was made.
     public let timestamp: Date
+    /// Which container instance made the change, when its ``version``s do not continue across
+    /// launches: 16 random hexadecimal digits drawn when a ``SyncedState`` starts without a
+    /// ``DurableOutbox`` (or with one it cannot use), set on the changes it hands its sinks.
+    /// `nil` when versions continue, and on the changes subscribers receive.
+    public let instance: String?
 
     /// Creates a change record.
-    public init(key: String, oldValue: Value, newValue: Value, version: UInt64, timestamp: Date) {
+    public init(
+        key: String,
+        oldValue: Value,
+        newValue: Value,
+        version: UInt64,
+        timestamp: Date,
+        instance: String? = nil
+    ) {
         self.key = key
         self.oldValue = oldValue
         self.newValue = newValue
         self.version = version
         self.timestamp = timestamp
+        self.instance = instance
     }
 
-    /// `"<key>#<version>"`: unique per change of a container, stable across retries.
+    /// A string that identifies this change and no other change of any container with its key,
+    /// stable across retries and relaunches.
+    ///
+    /// `"<key>#<version>"` when the container's versions continue across launches (behind a
+    /// ``DurableOutbox``), `"<key>#<instance>:<version>"` otherwise, such as `"cart#1f0e9a3c5b7d2e48:3"`.
+    /// Servers should treat it as opaque and compare it whole (see the Sinks article).
     public var idempotencyKey: String {
-        "\(key)#\(version)"
+        idempotencyKey(atVersion: version)
+    }
+
+    /// The idempotency key of this change's container at `version`: what a remote-sync sink sending
+    /// the container's latest value (not this change's) puts on the request.
+    package func idempotencyKey(atVersion version: UInt64) -> String {
+        instance.map { "\(key)#\($0):\(version)" } ?? "\(key)#\(version)"
+    }
+
+    /// The same change, marked as made by the container instance `instance`.
+    func made(by instance: String?) -> StateChange {
+        StateChange(
+            key: key, oldValue: oldValue, newValue: newValue, version: version, timestamp: timestamp,
+            instance: instance)
     }
 }
 

@@ -60,6 +60,11 @@ struct FIFOQueue<Element> {
         return taken
     }
 
+    /// The element `offset` places after the oldest (0 is the oldest); `offset` must be below ``count``.
+    subscript(offset offset: Int) -> Element {
+        slots[head + offset]!
+    }
+
     /// Removes every element.
     mutating func removeAll() {
         slots.removeAll(keepingCapacity: slots.count <= 64)

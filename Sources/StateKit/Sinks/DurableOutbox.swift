@@ -5,7 +5,7 @@ import Foundation
 ///
 /// ```swift
 /// let order = SyncedState(Order(), key: "order") {
-///     DurableOutbox(fileURL: supportDirectory.appending(path: "order.outbox"), wrapping: HTTPSyncSink(...))
+///     DurableOutbox(fileURL: supportDirectory.appending(path: "order.outbox"), wrapping: LoggingSink())
 /// }
 /// ```
 ///
@@ -17,12 +17,22 @@ import Foundation
 /// - **At-least-once, in order.** A change is acknowledged (an `acknowledged` record appended)
 ///   after the wrapped sink's ``StateSink/send(_:)`` returns. A crash between the two delivers
 ///   that batch again after the restart: duplicates carry the same ``StateChange/version`` and
-///   idempotency key, so the destination can drop them. A crash before delivery delivers every
-///   logged change exactly once.
+///   idempotency key, so the destination can drop them. No change reaches the sink after a newer one.
+/// - **Nothing logged is dropped.** When the sink lags and its buffer
+///   (``SinkPolicy/bufferLimit``) is full, the log is the buffer: later changes stay on disk only
+///   and are read back in order as the sink catches up. The overflow policy never drops them.
+/// - **One file, one owner.** A second live container on the same file, in this process or another
+///   (an advisory lock on `<file>.lock`), is refused with a ``StateDiagnostic/Kind/outboxInUse``
+///   diagnostic: its changes still go to the sink, but are not logged. A container created again
+///   after the first was released takes the log over, with the version where the first left it;
+///   the released container's sink stops sending.
+/// - **Damage is kept aside, not fatal.** A record that cannot be trusted (one that does not
+///   decode, a torn last line after a crash or a full disk, a version above 2⁵³, an
+///   acknowledgement of a version never logged, a change of another key) is copied to
+///   `<file>.set-aside-<time>`, reported as ``StateDiagnostic/Kind/outboxCorruptRecord``, and
+///   skipped; the records after it are delivered. A file that cannot be read is never written
+///   (``StateDiagnostic/Kind/outboxUnreadable``).
 /// - **Crashes, not power loss**, unless `synchronizesEachRecord` is `true` (an `fsync` per change).
-/// - **Damage is skipped, not fatal.** A record that does not decode (a torn last line after a
-///   crash, a corrupted byte) is skipped with a ``StateDiagnostic/Kind/outboxCorruptRecord``
-///   diagnostic; the log is then rewritten without it.
 ///
 /// The outbox does not restore the container's value (that is persistence's job), only its version.
 /// It logs each change on the writer's thread, under the container's lock: writes to an outboxed
@@ -37,16 +47,13 @@ public final class DurableOutbox<Wrapped: StateSink>: @unchecked Sendable where 
     /// Whether each record is forced to stable storage (`fsync`) before the writer returns.
     public let synchronizesEachRecord: Bool
     private let lock = Lock()
-    private var handle: FileHandle?
-    private var lastRecorded: UInt64 = 0
-    private var lastAcknowledged: UInt64 = 0
-    private var recordsSinceCompaction = 0
-    private var key = ""
+    private var attachment: (log: OutboxLog<Wrapped.Value>, owner: UInt64)?
+    private var isOpened = false
 
     /// Wraps `sink`, logging changes to `fileURL` (created with its directory when missing).
     ///
     /// - Parameters:
-    ///   - fileURL: The log; use one file per container, never shared between two live containers.
+    ///   - fileURL: The log; one file per container.
     ///   - sink: Where the changes go.
     ///   - synchronizesEachRecord: `fsync` each record, to survive power loss too. Default `false`.
     public init(fileURL: URL, wrapping sink: Wrapped, synchronizesEachRecord: Bool = false) {
@@ -54,140 +61,89 @@ public final class DurableOutbox<Wrapped: StateSink>: @unchecked Sendable where 
         self.fileURL = fileURL
         self.synchronizesEachRecord = synchronizesEachRecord
     }
-
-    deinit {
-        try? handle?.close()
-    }
 }
 
 extension DurableOutbox: StateSink {
     /// The wrapped sink's policy.
     public var policy: SinkPolicy { wrapped.policy }
 
-    /// Sends `changes` through the wrapped sink, then records them as acknowledged.
+    /// Sends the changes not yet acknowledged through the wrapped sink, then records them as
+    /// acknowledged; sends nothing once another container took the log over.
     public func send(_ changes: [StateChange<Wrapped.Value>]) async throws {
-        try await wrapped.send(changes)
-        guard let last = changes.last else { return }
-        lock.withLock {
-            lastAcknowledged = max(lastAcknowledged, last.version)
-            if lastAcknowledged >= lastRecorded && recordsSinceCompaction >= 256 {
-                compactLocked(pending: [])
-            } else {
-                appendLocked(LogRecord(acknowledged: last.version))
-            }
+        guard let (log, owner) = lock.withLock({ attachment }) else {
+            try await wrapped.send(changes)
+            return
+        }
+        try await log.sendTurn.run {
+            guard log.isCurrent(owner) else { return }
+            let acknowledged = log.lastAcknowledgedVersion
+            let fresh = changes.filter { $0.version > acknowledged }
+            guard let last = fresh.last else { return }
+            try await wrapped.send(fresh)
+            log.acknowledge(last.version)
         }
     }
 }
 
-extension DurableOutbox: WriterThreadSink {
-    func record(_ change: StateChange<Wrapped.Value>) {
-        lock.withLock {
-            lastRecorded = change.version
-            appendLocked(LogRecord(change: change))
+extension DurableOutbox: LogBackedSink {
+    func open(key: String) -> OutboxOpening? {
+        let isFirst = lock.withLock {
+            defer { isOpened = true }
+            return !isOpened
         }
-    }
-
-    func recover(key: String) -> (pending: [StateChange<Wrapped.Value>], lastVersion: UInt64) {
-        lock.withLock {
-            self.key = key
-            var changes: [StateChange<Wrapped.Value>] = []
-            var acknowledged: UInt64 = 0
-            let data = (try? Data(contentsOf: fileURL)) ?? Data()
-            let decoder = JSONDecoder()
-            decoder.dateDecodingStrategy = .iso8601
-            let lines = data.split(separator: 0x0A, omittingEmptySubsequences: false)
-            for (index, line) in lines.enumerated() where !line.isEmpty {
-                let isTornTail = index == lines.count - 1
-                guard !isTornTail, let record = try? decoder.decode(LogRecord<Wrapped.Value>.self, from: Data(line))
-                else {
-                    reportCorruptRecord(
-                        line: index + 1, bytes: line.count, isTail: isTornTail || index == lines.count - 2)
-                    continue
-                }
-                if let change = record.change { changes.append(change) }
-                if let version = record.acknowledged { acknowledged = max(acknowledged, version) }
-            }
-            var seen = Set<UInt64>()
-            let pending = changes.filter { $0.version > acknowledged && seen.insert($0.version).inserted }
-            let lastVersion = max(acknowledged, changes.map(\.version).max() ?? 0)
-            lastRecorded = lastVersion
-            lastAcknowledged = pending.isEmpty ? lastVersion : acknowledged
-            compactLocked(pending: pending)
-            return (pending, lastVersion)
-        }
-    }
-
-    private func reportCorruptRecord(line: Int, bytes: Int, isTail: Bool) {
-        StateDiagnostics.report(
-            StateDiagnostic(
-                kind: .outboxCorruptRecord,
-                keys: [key],
-                message: "durable outbox \(fileURL.path): skipped \(isTail ? "the damaged last" : "a damaged") "
-                    + "record (line \(line), \(bytes) bytes) that does not decode"
-            )
-        )
-    }
-
-    /// Rewrites the log as `pending` plus the acknowledged mark, atomically, and reopens it.
-    private func compactLocked(pending: [StateChange<Wrapped.Value>]) {
-        try? handle?.close()
-        handle = nil
-        var data = encode(LogRecord(acknowledged: lastAcknowledged)) ?? Data()
-        for change in pending { data.append(encode(LogRecord(change: change)) ?? Data()) }
-        do {
-            try FileManager.default.createDirectory(
-                at: fileURL.deletingLastPathComponent(),
-                withIntermediateDirectories: true
-            )
-            try data.write(to: fileURL, options: .atomic)
-            let handle = try FileHandle(forWritingTo: fileURL)
-            try handle.seekToEnd()
-            self.handle = handle
-            recordsSinceCompaction = 0
-        } catch {
-            reportWriteFailure(error)
-        }
-    }
-
-    private func appendLocked(_ record: LogRecord<Wrapped.Value>) {
-        guard let handle, let line = encode(record) else { return }
-        do {
-            try handle.write(contentsOf: line)
-            if synchronizesEachRecord { try handle.synchronize() }
-            recordsSinceCompaction += 1
-        } catch {
-            reportWriteFailure(error)
-        }
-    }
-
-    private func encode(_ record: LogRecord<Wrapped.Value>) -> Data? {
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .iso8601
-        do {
-            var data = try encoder.encode(record)
-            data.append(0x0A)
-            return data
-        } catch {
-            reportWriteFailure(error)
+        guard isFirst else {
+            OutboxLog<Wrapped.Value>.report(
+                .outboxInUse, key: key,
+                "this DurableOutbox (\(fileURL.path)) already serves another container; give each container its own")
             return nil
         }
+        guard let (log, owner) = OutboxLogRegistry.open(fileURL: fileURL, key: key, as: Wrapped.Value.self) else {
+            return nil
+        }
+        log.synchronizesEachRecord = log.synchronizesEachRecord || synchronizesEachRecord
+        lock.withLock { attachment = (log, owner) }
+        let state = log.state
+        return OutboxOpening(lastVersion: state.lastRecorded, firstPending: state.firstPending)
     }
 
-    private func reportWriteFailure(_ error: any Error) {
-        StateDiagnostics.report(
-            StateDiagnostic(
-                kind: .outboxWriteFailed,
-                keys: [key],
-                message: "durable outbox \(fileURL.path): could not write the log; changes are delivered but would "
-                    + "not survive a crash",
-                error: error
-            )
-        )
+    func record(_ change: StateChange<Wrapped.Value>) {
+        lock.withLock { attachment }?.log.record(change)
+    }
+
+    func changes(from version: UInt64, maximumCount: Int) -> [StateChange<Wrapped.Value>] {
+        lock.withLock { attachment }?.log.changes(from: version, maximumCount: maximumCount) ?? []
+    }
+
+    var lastRecordedVersion: UInt64 {
+        lock.withLock { attachment }?.log.lastRecordedVersion ?? 0
+    }
+
+    func release() {
+        guard let (log, owner) = lock.withLock({ attachment }) else { return }
+        log.release(owner)
     }
 }
 
-/// One line of an outbox log: a change to deliver, or the version up to which everything was delivered.
-private struct LogRecord<Value: Codable>: Codable {
-    var change: StateChange<Value>?
-    var acknowledged: UInt64?
+/// What a log-backed sink found when its container opened it.
+struct OutboxOpening {
+    /// The last version logged; the container continues after it.
+    var lastVersion: UInt64
+    /// The first logged version not yet acknowledged, if any: delivery starts there.
+    var firstPending: UInt64?
+}
+
+/// A sink that logs each change on the writer's thread, before the write returns (the durable
+/// outbox), and can give changes back from its log, so its pipeline never has to drop one.
+protocol LogBackedSink<Value>: StateSink {
+    /// Opens the log for the container `key`; `nil` (reported) when it cannot be used, and then
+    /// changes are not logged.
+    func open(key: String) -> OutboxOpening?
+    /// Logs `change`; called under the container's lock, in version order. Must not touch the container.
+    func record(_ change: StateChange<Value>)
+    /// Up to `maximumCount` logged changes from `version` on, in order.
+    func changes(from version: UInt64, maximumCount: Int) -> [StateChange<Value>]
+    /// The last version logged.
+    var lastRecordedVersion: UInt64 { get }
+    /// Tells the log its container was released, so another may take it over.
+    func release()
 }

@@ -47,7 +47,8 @@ public struct SinkPolicy: Sendable, Equatable {
     /// How long a change may wait for more to join its batch; `.zero` (the default) sends as soon
     /// as the sink is idle, so what accumulates while a send is in flight is the next batch.
     public var flushInterval: Duration
-    /// How many changes may wait for the sink (not counting the batch being sent).
+    /// How many changes may wait for the sink in memory (not counting the batch being sent).
+    /// Behind a ``DurableOutbox`` the log holds the rest, so nothing logged is dropped.
     public var bufferLimit: Int
     /// What a full buffer does with one more change.
     public var overflow: Overflow
@@ -55,6 +56,12 @@ public struct SinkPolicy: Sendable, Equatable {
     public var retry: RetryPolicy
     /// What happens once retries are exhausted.
     public var afterRepeatedFailures: Failure
+    /// How long a released container's sink may go on delivering what it buffered before it is
+    /// stopped (its task cancelled, what is left counted in a ``StateDiagnostic/Kind/sinkStopped``
+    /// diagnostic). Behind a ``DurableOutbox`` what it did not deliver stays in the log for the
+    /// next launch. Default 5 seconds, so a sink that keeps failing does not outlive its
+    /// container for long.
+    public var drainTimeout: Duration
 
     /// Creates a policy; every parameter has the default documented on its property.
     ///
@@ -66,13 +73,15 @@ public struct SinkPolicy: Sendable, Equatable {
     ///   - retry: Default ``RetryPolicy/init(initialDelay:multiplier:maximumDelay:jitter:maximumAttempts:)``
     ///     with its defaults (100 ms, doubling, 5 attempts).
     ///   - afterRepeatedFailures: Default ``Failure/pauseAndKeep(retryEvery:)`` every 30 seconds.
+    ///   - drainTimeout: Default 5 seconds.
     public init(
         maximumBatchSize: Int = 100,
         flushInterval: Duration = .zero,
         bufferLimit: Int = 10_000,
         overflow: Overflow = .dropOldest,
         retry: RetryPolicy = RetryPolicy(),
-        afterRepeatedFailures: Failure = .pauseAndKeep(retryEvery: .seconds(30))
+        afterRepeatedFailures: Failure = .pauseAndKeep(retryEvery: .seconds(30)),
+        drainTimeout: Duration = .seconds(5)
     ) {
         precondition(maximumBatchSize >= 1, "SinkPolicy.maximumBatchSize must be at least 1")
         precondition(bufferLimit >= 1, "SinkPolicy.bufferLimit must be at least 1")
@@ -82,6 +91,7 @@ public struct SinkPolicy: Sendable, Equatable {
         self.overflow = overflow
         self.retry = retry
         self.afterRepeatedFailures = afterRepeatedFailures
+        self.drainTimeout = drainTimeout
     }
 
     /// Every change, batches of up to 100 sent as soon as the sink is idle, retries from 100 ms,

@@ -20,6 +20,9 @@
 /// - ``send(_:)`` may take as long as it needs (it only delays this sink), but should honour task
 ///   cancellation.
 /// - ``policy`` and ``name`` are read once, when the sink is handed to a ``SyncedState``.
+///
+/// `StateKitTesting`'s `checkStateSinkContract(_:sampleValues:received:)` checks these
+/// requirements; run it in your sink's tests.
 public protocol StateSink<Value>: Sendable {
     /// The type of the values whose changes the sink receives.
     associatedtype Value: Sendable
@@ -75,12 +78,22 @@ public struct NamedSink<Base: StateSink>: StateSink {
     }
 }
 
-extension NamedSink: WriterThreadSink where Base: WriterThreadSink {
+extension NamedSink: LogBackedSink where Base: LogBackedSink {
+    func open(key: String) -> OutboxOpening? {
+        base.open(key: key)
+    }
+
     func record(_ change: StateChange<Base.Value>) {
         base.record(change)
     }
 
-    func recover(key: String) -> (pending: [StateChange<Base.Value>], lastVersion: UInt64) {
-        base.recover(key: key)
+    func changes(from version: UInt64, maximumCount: Int) -> [StateChange<Base.Value>] {
+        base.changes(from: version, maximumCount: maximumCount)
+    }
+
+    var lastRecordedVersion: UInt64 { base.lastRecordedVersion }
+
+    func release() {
+        base.release()
     }
 }

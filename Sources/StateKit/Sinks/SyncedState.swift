@@ -19,8 +19,9 @@
 ///
 /// ## Where and when sinks run
 /// Sinks run on their own tasks, never on the writer's thread; subscribers and listeners behave
-/// as in ``MonitoredState``. A container's sinks stop receiving changes when it is deallocated,
-/// but each sink's task first delivers what it already buffered.
+/// as in ``MonitoredState``. A container's sinks stop receiving changes when it is deallocated;
+/// each sink's task then delivers what it already buffered for at most its policy's
+/// ``SinkPolicy/drainTimeout``, and stops.
 ///
 /// - Note: All operations on `SyncedState` are thread-safe. A subclass must restate
 ///   `@unchecked Sendable`.
@@ -34,7 +35,9 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
     ///
     /// When a sink is a ``DurableOutbox`` holding changes from an earlier run, they are delivered
     /// first, and the container's ``State/version`` continues after the last version the outbox
-    /// recorded, so idempotency keys stay unique across restarts.
+    /// recorded, so idempotency keys stay unique across restarts. Without one, versions start at 0
+    /// and the changes handed to sinks carry a random ``StateChange/instance`` instead, so their
+    /// ``StateChange/idempotencyKey``s never repeat either.
     ///
     /// - Parameters:
     ///   - defaultValue: The initial value.
@@ -51,24 +54,36 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
         sinks: [any StateSink<Value>],
         stored: (link: StoredValueLink<Value>, value: Value)?
     ) {
-        let pipelines = sinks.map { SinkPipeline(sink: $0, key: key) }
+        var openings: [(log: any LogBackedSink<Value>, opening: OutboxOpening)?] = []
+        for sink in sinks {
+            guard let log = sink as? any LogBackedSink<Value> else {
+                openings.append(nil)
+                continue
+            }
+            openings.append(log.open(key: key).map { (log, $0) })
+        }
+        let lastVersion = openings.map { $0?.opening.lastVersion ?? 0 }.max() ?? 0
+        // Versions continue only behind a log (storage keeps the value, not the version);
+        // otherwise keys carry this instance's random part.
+        let logSinks = sinks.filter { $0 is any LogBackedSink<Value> }.count
+        let continuesVersions = logSinks > 0 && openings.compactMap { $0 }.count == logSinks
+        let instance = continuesVersions ? nil : Self.makeInstanceID()
+        let pipelines = zip(sinks, openings).map { sink, opened in
+            SinkPipeline(
+                sink: sink, key: key, startVersion: lastVersion, log: opened?.log,
+                firstPending: opened?.opening.firstPending)
+        }
         self.pipelines = pipelines
         self.link = stored?.link
         super.init(stored?.value ?? defaultValue, key: key)
         disableHook(ifInstanceOf: SyncedState<Value>.self)
-        let recorders = sinks.compactMap { $0 as? any WriterThreadSink<Value> }
-        var lastVersion: UInt64 = 0
-        for (sink, pipeline) in zip(sinks, pipelines) {
-            guard let recorder = sink as? any WriterThreadSink<Value> else { continue }
-            let recovered = recorder.recover(key: key)
-            lastVersion = max(lastVersion, recovered.lastVersion)
-            for change in recovered.pending { pipeline.enqueue(change) }
-        }
+        let logs = openings.compactMap { $0?.log }
         lock.withLock {
             storedVersion = lastVersion
-            if !recorders.isEmpty {
+            if !logs.isEmpty {
                 writeObserver = { change in
-                    for recorder in recorders { recorder.record(change) }
+                    let change = instance == nil ? change : change.made(by: instance)
+                    for log in logs { log.record(change) }
                 }
             }
         }
@@ -77,6 +92,7 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
             queue: nil,
             handler: .change { [weak self] change in
                 if let link { self?.shareNewestChange(link: link) }
+                let change = instance == nil ? change : change.made(by: instance)
                 for pipeline in pipelines { pipeline.enqueue(change) }
             },
             sendsCurrentValue: false
@@ -163,6 +179,13 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
         pipelines.first { $0.sink.name == name }?.statistics
     }
 
+    /// 16 random hexadecimal digits (64 bits): the ``StateChange/instance`` of a container whose
+    /// versions do not continue across launches.
+    static func makeInstanceID() -> String {
+        let digits = String(UInt64.random(in: .min ... .max), radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
+    }
+
     /// Waits until every change made before the call has been handed to the sinks' buffers: a
     /// change may still be queued behind another thread's delivery when its writer returns.
     private func deliveredBarrier() async {
@@ -210,14 +233,4 @@ private final class BarrierSignal: @unchecked Sendable {
         }
         continuation?.resume()
     }
-}
-
-/// A sink that must see each change on the writer's thread, before the write returns: the durable
-/// outbox, which logs a change to disk before its writer may assume it accepted.
-protocol WriterThreadSink<Value>: StateSink {
-    /// Records `change`; called under the container's lock, in version order. Must not touch the container.
-    func record(_ change: StateChange<Value>)
-    /// The changes recorded by an earlier run and not acknowledged, oldest first, and the last
-    /// version recorded (0 when none).
-    func recover(key: String) -> (pending: [StateChange<Value>], lastVersion: UInt64)
 }

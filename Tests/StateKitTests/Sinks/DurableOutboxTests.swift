@@ -2,12 +2,6 @@ import Foundation
 import StateKit
 import Testing
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 @Suite(.timeLimit(.minutes(1))) struct DurableOutboxTests {
     init() { DiagnosticsRecorder.start() }
 
@@ -15,47 +9,6 @@ import Darwin
         let directory = FileManager.default.temporaryDirectory.appending(path: "statekit-outbox-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         return directory
-    }
-
-    /// The helper executable, built next to the test bundle.
-    private func helper() throws -> URL {
-        let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        let candidates = [directory, Bundle.main.bundleURL.deletingLastPathComponent()]
-            .map { $0.appending(path: "statekit-sinks-helper") }
-        return try #require(candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) })
-    }
-
-    /// Runs the helper and returns its first line of output, leaving it running.
-    private func launch(_ arguments: [String]) async throws -> (Process, String, Pipe) {
-        let process = Process()
-        process.executableURL = try helper()
-        process.arguments = arguments
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let line = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                var data = Data()
-                while !data.contains(0x0A) {
-                    let chunk = output.fileHandleForReading.availableData
-                    if chunk.isEmpty { break }
-                    data.append(chunk)
-                }
-                continuation.resume(returning: String(decoding: data, as: UTF8.self))
-            }
-        }
-        return (process, line.trimmingCharacters(in: .whitespacesAndNewlines), errors)
-    }
-
-    private func waitForExit(_ process: Process) async {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                process.waitUntilExit()
-                continuation.resume()
-            }
-        }
     }
 
     @Test(arguments: [false, true])
@@ -67,11 +20,10 @@ import Darwin
         let key = uniqueKey()
         let count = 200
 
-        let (writer, wrote, _) = try await launch(["outbox-write", log.path, key, String(count)])
-        #expect(wrote == "wrote \(count)")
-        kill(writer.processIdentifier, SIGKILL)
-        await waitForExit(writer)
-        #expect(writer.terminationReason == .uncaughtSignal)
+        let writer = try await SinksHelper.launch(["outbox-write", log.path, key, String(count)])
+        #expect(writer.firstLine == "wrote \(count)")
+        await writer.kill()
+        #expect(writer.process.terminationReason == .uncaughtSignal)
         #expect(!FileManager.default.fileExists(atPath: events.path))
         if withTornTail {
             let handle = try FileHandle(forWritingTo: log)
@@ -80,15 +32,14 @@ import Darwin
             try handle.close()
         }
 
-        let (deliverer, delivered, errors) = try await launch(["outbox-deliver", log.path, key, events.path])
-        await waitForExit(deliverer)
-        #expect(delivered == "delivered \(count + 1)")
-        #expect(deliverer.terminationStatus == 0)
+        let deliverer = try await SinksHelper.launch(["outbox-deliver", log.path, key, events.path])
+        await deliverer.waitForExit()
+        #expect(deliverer.firstLine == "delivered \(count + 1)")
+        #expect(deliverer.process.terminationStatus == 0)
         let received = try JSONLinesAnalyticsBackend(fileURL: events).events()
         #expect(received.map(\.idempotencyKey) == (1...count + 1).map { "\(key)#\($0)" })
         #expect(received.map(\.properties["value"]) == (1...count).map(String.init) + ["-1"])
-        let diagnostics = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(diagnostics.contains("[outbox-corrupt-record]") == withTornTail)
+        #expect(deliverer.diagnostics.contains("[outbox-corrupt-record]") == withTornTail)
     }
 
     @Test func recoverySkipsDamagedRecordsAndHonoursAcknowledgements() async throws {

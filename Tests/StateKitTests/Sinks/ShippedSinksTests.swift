@@ -20,7 +20,9 @@ import Testing
         #expect(events.count == 50)
         #expect(events.map(\.properties["to"]) == plans)
         #expect(events.first?.properties["from"] == "free")
-        #expect(events.map(\.idempotencyKey) == (1...50).map { "\(key)#\($0)" })
+        let instance = try #require(
+            events.first?.idempotencyKey.split(separator: "#").last?.split(separator: ":").first)
+        #expect(events.map(\.idempotencyKey) == (1...50).map { "\(key)#\(instance):\($0)" })
         #expect(Set(events.map(\.name)) == ["plan_changed"])
         let text = try String(contentsOf: backend.fileURL, encoding: .utf8)
         #expect(text.split(separator: "\n").count == 50)
@@ -37,7 +39,8 @@ import Testing
         await state.flush()
         #expect(lines.count == 2)
         let first = lines.all.first ?? ""
-        #expect(first.hasPrefix("test.change key=\(key) version=1 id=\(key)#1 at="))
+        let instance = first.split(separator: "#").dropFirst().first?.prefix(16) ?? ""
+        #expect(first.hasPrefix("test.change key=\(key) version=1 id=\(key)#\(instance):1 at="))
         #expect(first.hasSuffix(#"old="a b" new="x=\"y\"""#))
         #expect(lines.all.last?.hasSuffix("old=\"x=\\\"y\\\"\" new=plain") == true)
     }

@@ -52,7 +52,7 @@ import Testing
         }
         await gate.arrived()
         flushing.cancel()
-        await Task.detached { waitFor(returned, "the cancelled flush to return", seconds: 10) }.value
+        await awayFromThePool { waitFor(returned, "the cancelled flush to return", seconds: 10) }
         gate.open()
         await state.flush()
         #expect(sink.versions == [1])

@@ -6,7 +6,7 @@ import Testing
 @Suite(.timeLimit(.minutes(1))) struct SyncedStateTests {
     init() { DiagnosticsRecorder.start() }
 
-    @Test func everyChangeReachesEachSinkInVersionOrder() async {
+    @Test func everyChangeReachesEachSinkInVersionOrder() async throws {
         let first = TestSink<Int>()
         let second = TestSink<Int>()
         let key = uniqueKey()
@@ -19,7 +19,8 @@ import Testing
         for sink in [first, second] {
             #expect(sink.versions == Array(1...2_000))
             #expect(sink.changes.map(\.newValue) == Array(1...2_000))
-            #expect(sink.changes.last?.idempotencyKey == "\(key)#2000")
+            let instance = try #require(sink.changes.last?.instance)
+            #expect(sink.changes.last?.idempotencyKey == "\(key)#\(instance):2000")
         }
         #expect(state.statistics.map(\.sent) == [2_000, 2_000])
         #expect(state.statistics.map(\.pending) == [0, 0])
@@ -203,7 +204,7 @@ import Testing
         subscription.cancel()
     }
 
-    @Test func idempotencyKeysAreKeyAndVersionAndSurviveRetries() async {
+    @Test func idempotencyKeysAreKeyInstanceAndVersionAndSurviveRetries() async throws {
         let sink = TestSink<String>(policy: instantRetries()) { attempt in
             attempt == 1 ? ScriptedFailure(attempt: attempt) : nil
         }
@@ -212,7 +213,9 @@ import Testing
         state.modify("b")
         state.modify("c")
         await state.flush()
-        #expect(sink.changes.map(\.idempotencyKey) == ["\(key)#1", "\(key)#2"])
+        let instance = try #require(sink.changes.first?.instance)
+        #expect(instance.count == 16 && instance.allSatisfy(\.isHexDigit))
+        #expect(sink.changes.map(\.idempotencyKey) == ["\(key)#\(instance):1", "\(key)#\(instance):2"])
         #expect(sink.changes.map(\.oldValue) == ["a", "b"])
     }
 

@@ -14,3 +14,24 @@ final class Seen: @unchecked Sendable {
     func append(_ value: Int) { all.append(value) }
 }
 let seen = Seen()
+
+// The sink, test server and storage that the contract checks' examples check.
+import Foundation
+
+struct WebhookSink: StateSink {
+    let url: URL
+    func send(_ changes: [StateChange<Int>]) async throws {}
+}
+final class FakeWebhookServer: Sendable {
+    let url = URL(string: "http://127.0.0.1:8080/hook")!
+    static func start() async throws -> FakeWebhookServer { FakeWebhookServer() }
+    var receivedValues: [Int] { [] }
+}
+final class KeychainStorage: StateStorage, @unchecked Sendable {
+    let service: String
+    init(service: String) { self.service = service }
+    var location: String { "keychain:\(service)" }
+    func load(forKey key: String) throws -> Data? { nil }
+    func save(_ data: Data, forKey key: String) throws {}
+    func remove(forKey key: String) throws {}
+}

@@ -1,0 +1,456 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The file behind one or more ``DurableOutbox``es: a JSON-lines log of changes and
+/// acknowledgements, owned by one container at a time.
+///
+/// One log object exists per file in a process (``OutboxLogRegistry``), and one process holds the
+/// file at a time (an advisory `flock` on `<file>.lock`, released by the kernel when the process
+/// dies, `kill -9` included). A container that finds the log held by a live container is refused;
+/// one that finds it held only by a released container's draining pipeline takes it over, and the
+/// old pipeline stops sending (its sends are ``isCurrent(_:)`` no more).
+///
+/// Rules that keep records:
+/// - Records are only appended. The file is rewritten (atomically) only when opened, after every
+///   record it could not trust was copied to a set-aside file, and when every recorded change is
+///   acknowledged, so a rewrite never drops a change still to deliver.
+/// - A failed append is cut off again (`ftruncate`), or, if that fails too, the next record starts
+///   on a new line, so a torn record never swallows the next one. A change whose append failed is
+///   kept in memory (``unloggedLimit``) so a pipeline reading the log back still finds it.
+/// - A file that cannot be read is never written: the outbox then runs without a log.
+///
+/// - Note: All operations on `OutboxLog` are thread-safe.
+final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
+    /// Where a change record starts in the file.
+    private struct Position {
+        var version: UInt64
+        var offset: UInt64
+    }
+
+    /// The highest version a record may carry: 2⁵³, the largest integer every JSON reader keeps
+    /// exactly (a million changes a second for 285 years). A larger one is damage, not history.
+    static var trustedVersionLimit: UInt64 { 1 << 53 }
+    /// How many changes whose append failed are kept in memory for readers of the log.
+    static var unloggedLimit: Int { 10_000 }
+
+    let fileURL: URL
+    let key: String
+    /// Serialises sends across the owners of the log, so a new owner sends only after the old
+    /// owner's last send finished: no change reaches the destination after a newer one.
+    let sendTurn = SendTurn()
+    private let lock = Lock()
+    private let lockFile: Int32
+    private var handle: FileHandle?
+    private var endOffset: UInt64 = 0
+    private var positions = FIFOQueue<Position>()
+    private var unlogged: [UInt64: StateChange<Value>] = [:]
+    private var lastRecorded: UInt64 = 0
+    private var lastAcknowledged: UInt64 = 0
+    private var recordsSinceCompaction = 0
+    private var needsNewline = false
+    private var isFailing = false
+    private var owner: UInt64 = 0
+    private var isOwnerLive = false
+    private var forcesEachRecord = false
+
+    private init(fileURL: URL, key: String, lockFile: Int32) {
+        self.fileURL = fileURL
+        self.key = key
+        self.lockFile = lockFile
+    }
+
+    deinit {
+        try? handle?.close()
+        close(lockFile)
+    }
+
+    /// Opens the log at `fileURL` for the container `key`, taking the process-wide lock on it.
+    ///
+    /// - Returns: The log, or why it cannot be used (already reported as a diagnostic).
+    static func open(fileURL: URL, key: String) -> OutboxLog? {
+        let directory = fileURL.deletingLastPathComponent()
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        } catch {
+            report(.outboxWriteFailed, key: key, "cannot create the directory of \(fileURL.path)", error: error)
+            return nil
+        }
+        let lockPath = fileURL.path + ".lock"
+        let descriptor = openLockFile(lockPath)
+        guard descriptor >= 0 else {
+            report(.outboxWriteFailed, key: key, "cannot open the lock file \(lockPath): errno \(errno)")
+            return nil
+        }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            close(descriptor)
+            report(
+                .outboxInUse, key: key,
+                "the outbox \(fileURL.path) is held by another process; this container's changes are not logged")
+            return nil
+        }
+        let log = OutboxLog(fileURL: fileURL, key: key, lockFile: descriptor)
+        return log.recover() ? log : nil
+    }
+
+    // MARK: Ownership
+
+    /// Makes the caller the owner (a new live container) and returns its owner number.
+    func takeOwnership() -> UInt64 {
+        lock.withLock {
+            owner += 1
+            isOwnerLive = true
+            return owner
+        }
+    }
+
+    /// Whether a live container owns the log.
+    var hasLiveOwner: Bool { lock.withLock { isOwnerLive } }
+
+    /// Notes that the container `owner` was released; the log may be taken over.
+    func release(_ owner: UInt64) {
+        lock.withLock { if self.owner == owner { isOwnerLive = false } }
+    }
+
+    /// Whether `owner` still owns the log (a released owner's pipeline stops sending once
+    /// another container took over).
+    func isCurrent(_ owner: UInt64) -> Bool {
+        lock.withLock { self.owner == owner }
+    }
+
+    /// The last version recorded and the first not acknowledged (if any).
+    var state: (lastRecorded: UInt64, firstPending: UInt64?) {
+        lock.withLock { (lastRecorded, lastAcknowledged < lastRecorded ? lastAcknowledged + 1 : nil) }
+    }
+
+    var lastRecordedVersion: UInt64 { lock.withLock { lastRecorded } }
+
+    var lastAcknowledgedVersion: UInt64 { lock.withLock { lastAcknowledged } }
+
+    /// Whether each record is forced to stable storage; set when any owner asked for it.
+    var synchronizesEachRecord: Bool {
+        get { lock.withLock { forcesEachRecord } }
+        set { lock.withLock { forcesEachRecord = newValue } }
+    }
+
+    // MARK: Writing
+
+    /// Appends `change`; called under the container's lock, in version order.
+    func record(_ change: StateChange<Value>) {
+        lock.withLock {
+            lastRecorded = change.version
+            guard let handle, let line = encode(LogRecord(change: change)) else {
+                keepUnlogged(change)
+                return
+            }
+            if let offset = append(line, to: handle) {
+                positions.append(Position(version: change.version, offset: offset))
+            } else {
+                keepUnlogged(change)
+            }
+        }
+    }
+
+    /// Records that the destination accepted every change up to `version`.
+    func acknowledge(_ version: UInt64) {
+        lock.withLock {
+            guard version > lastAcknowledged else { return }
+            lastAcknowledged = min(version, lastRecorded)
+            while let first = positions.first, first.version <= lastAcknowledged { _ = positions.popFirst() }
+            if !unlogged.isEmpty { unlogged = unlogged.filter { $0.key > lastAcknowledged } }
+            if lastAcknowledged >= lastRecorded && recordsSinceCompaction >= 256 && compactLocked() { return }
+            if let handle, let line = encode(LogRecord(acknowledged: lastAcknowledged)) {
+                append(line, to: handle)
+            }
+        }
+    }
+
+    /// Writes `line` at the end and returns where it starts; on failure cuts the file back so no
+    /// partial record stays, and returns `nil`.
+    @discardableResult
+    private func append(_ line: Data, to handle: FileHandle) -> UInt64? {
+        let start = endOffset
+        do {
+            if needsNewline {
+                try handle.write(contentsOf: Data([0x0A]))
+                endOffset += 1
+                needsNewline = false
+            }
+            let offset = endOffset
+            try handle.write(contentsOf: line)
+            endOffset += UInt64(line.count)
+            if forcesEachRecord { try handle.synchronize() }
+            recordsSinceCompaction += 1
+            if isFailing {
+                isFailing = false
+                Self.report(.outboxWriteFailed, key: key, "the log \(fileURL.path) is writable again")
+            }
+            return offset
+        } catch {
+            // A partial record must not swallow the next one: cut it off, or end its line later.
+            do {
+                try handle.truncate(atOffset: start)
+                try handle.seek(toOffset: start)
+                endOffset = start
+            } catch {
+                endOffset = (try? handle.seekToEnd()) ?? endOffset
+                needsNewline = true
+            }
+            if !isFailing {
+                isFailing = true
+                Self.report(
+                    .outboxWriteFailed, key: key,
+                    "could not append to the log \(fileURL.path); changes are kept in memory (up to "
+                        + "\(Self.unloggedLimit)) until it is writable again, and would not survive a crash",
+                    error: error)
+            }
+            return nil
+        }
+    }
+
+    private func keepUnlogged(_ change: StateChange<Value>) {
+        unlogged[change.version] = change
+        if unlogged.count > Self.unloggedLimit, let oldest = unlogged.keys.min() {
+            unlogged[oldest] = nil
+            Self.report(
+                .sinkDroppedChanges, key: key,
+                "the log \(fileURL.path) is not writable and \(Self.unloggedLimit) changes wait in memory; "
+                    + "dropped version \(oldest)")
+        }
+    }
+
+    /// Rewrites the file as one acknowledgement record, once everything recorded is acknowledged.
+    private func compactLocked() -> Bool {
+        guard let header = encode(LogRecord(acknowledged: lastAcknowledged)), replaceFile(with: header) else {
+            return false
+        }
+        positions.removeAll()
+        return true
+    }
+
+    /// Atomically replaces the file with `data` and reopens it for appending.
+    private func replaceFile(with data: Data) -> Bool {
+        do {
+            try data.write(to: fileURL, options: .atomic)
+            let newHandle = try FileHandle(forWritingTo: fileURL)
+            endOffset = try newHandle.seekToEnd()
+            try? handle?.close()
+            handle = newHandle
+            recordsSinceCompaction = 0
+            needsNewline = false
+            return true
+        } catch {
+            Self.report(.outboxWriteFailed, key: key, "could not rewrite the log \(fileURL.path)", error: error)
+            return false
+        }
+    }
+
+    // MARK: Reading back
+
+    /// Up to `maximumCount` logged changes from `version` on, in order, read back from the file
+    /// (and from memory for changes whose append failed).
+    func changes(from version: UInt64, maximumCount: Int) -> [StateChange<Value>] {
+        let (bytes, kept): (Data, [StateChange<Value>]) = lock.withLock {
+            let kept = unlogged.values.filter { $0.version >= version }
+            var low = 0
+            var high = positions.count
+            while low < high {
+                let middle = (low + high) / 2
+                if positions[offset: middle].version < version { low = middle + 1 } else { high = middle }
+            }
+            guard low < positions.count else { return (Data(), kept) }
+            let start = positions[offset: low].offset
+            let endIndex = low + maximumCount
+            let end = endIndex < positions.count ? positions[offset: endIndex].offset : endOffset
+            guard let reader = try? FileHandle(forReadingFrom: fileURL) else { return (Data(), kept) }
+            defer { try? reader.close() }
+            guard (try? reader.seek(toOffset: start)) != nil else { return (Data(), kept) }
+            return ((try? reader.read(upToCount: Int(end - start))) ?? Data(), kept)
+        }
+        let decoder = Self.decoder()
+        var changes = kept
+        for line in bytes.split(separator: 0x0A) {
+            guard let change = try? decoder.decode(LogRecord<Value>.self, from: Data(line)).change,
+                change.version >= version
+            else { continue }
+            changes.append(change)
+        }
+        if !kept.isEmpty { changes.sort { $0.version < $1.version } }
+        return Array(changes.prefix(maximumCount))
+    }
+
+    // MARK: Opening
+
+    /// Reads the file, sets aside what it cannot trust, and rewrites it as the pending changes.
+    ///
+    /// - Returns: `false` when the file cannot be read (it is left as it is).
+    private func recover() -> Bool {
+        let data: Data
+        if FileManager.default.fileExists(atPath: fileURL.path) {
+            do {
+                data = try Data(contentsOf: fileURL)
+            } catch {
+                Self.report(
+                    .outboxUnreadable, key: key,
+                    "cannot read the outbox \(fileURL.path); it is left untouched and this container's changes "
+                        + "are not logged",
+                    error: error)
+                return false
+            }
+        } else {
+            data = Data()
+        }
+        let decoder = Self.decoder()
+        // The pending changes with their lines as read, so rewriting the log re-encodes nothing.
+        var pending: [(change: StateChange<Value>, line: Data)] = []
+        var acknowledged: UInt64 = 0
+        var highest: UInt64 = 0
+        var rejected: [(line: Int, bytes: Data, reason: String)] = []
+        let lines = data.split(separator: 0x0A, omittingEmptySubsequences: false)
+        for (index, line) in lines.enumerated() where !line.isEmpty {
+            if index == lines.count - 1 {
+                rejected.append((index + 1, Data(line), "a torn last record (no line end)"))
+                continue
+            }
+            guard let record = try? decoder.decode(LogRecord<Value>.self, from: Data(line)) else {
+                rejected.append((index + 1, Data(line), "a record that does not decode"))
+                continue
+            }
+            if let change = record.change {
+                guard change.version <= Self.trustedVersionLimit, change.key == key else {
+                    let reason =
+                        change.key == key
+                        ? "an absurd version \(change.version)" : "a change of another key '\(change.key)'"
+                    rejected.append((index + 1, Data(line), reason))
+                    continue
+                }
+                highest = max(highest, change.version)
+                if change.version > acknowledged && change.version > (pending.last?.change.version ?? 0) {
+                    pending.append((change, Data(line)))
+                }
+            }
+            if let version = record.acknowledged {
+                // Only a rewritten log's first record may acknowledge what it does not list.
+                guard version <= Self.trustedVersionLimit, version <= highest || index == 0 else {
+                    rejected.append((index + 1, Data(line), "an absurd acknowledgement of version \(version)"))
+                    continue
+                }
+                highest = max(highest, version)
+                acknowledged = max(acknowledged, version)
+            }
+        }
+        pending.removeAll { $0.change.version <= acknowledged }
+        lastRecorded = highest
+        lastAcknowledged = pending.isEmpty ? highest : acknowledged
+        let isSetAside = rejected.isEmpty || setAside(rejected)
+        guard isSetAside else {
+            // The bad bytes stay where they are; appending goes on after a line end.
+            do {
+                let handle = try FileHandle(forWritingTo: fileURL)
+                endOffset = try handle.seekToEnd()
+                self.handle = handle
+                needsNewline = data.last != 0x0A && !data.isEmpty
+            } catch {
+                Self.report(.outboxWriteFailed, key: key, "cannot append to \(fileURL.path)", error: error)
+            }
+            for (change, _) in pending { unlogged[change.version] = change }
+            return true
+        }
+        var rewritten = encode(LogRecord(acknowledged: lastAcknowledged)) ?? Data()
+        var positions: [Position] = []
+        for (change, line) in pending {
+            positions.append(Position(version: change.version, offset: UInt64(rewritten.count)))
+            rewritten.append(line)
+            rewritten.append(0x0A)
+        }
+        if replaceFile(with: rewritten) {
+            for position in positions { self.positions.append(position) }
+        } else {
+            for (change, _) in pending { unlogged[change.version] = change }
+        }
+        return true
+    }
+
+    /// Copies `rejected` records to `<file>.set-aside-<timestamp>` and reports each.
+    private func setAside(_ rejected: [(line: Int, bytes: Data, reason: String)]) -> Bool {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyyMMdd'T'HHmmss.SSS'Z'"
+        let aside = URL(
+            fileURLWithPath: fileURL.path
+                + ".set-aside-\(formatter.string(from: Date()))-\(UUID().uuidString.prefix(8))")
+        var bytes = Data()
+        for record in rejected {
+            bytes.append(record.bytes)
+            bytes.append(0x0A)
+        }
+        do {
+            try bytes.write(to: aside, options: .atomic)
+        } catch {
+            for record in rejected {
+                Self.report(
+                    .outboxCorruptRecord, key: key,
+                    "outbox \(fileURL.path): line \(record.line) is \(record.reason) (\(record.bytes.count) bytes); "
+                        + "skipped, and left in the log because copying it aside failed",
+                    error: error)
+            }
+            return false
+        }
+        for record in rejected {
+            Self.report(
+                .outboxCorruptRecord, key: key,
+                "outbox \(fileURL.path): line \(record.line) is \(record.reason) (\(record.bytes.count) bytes); "
+                    + "skipped and kept in \(aside.path)")
+        }
+        return true
+    }
+
+    // MARK: Helpers
+
+    private static func decoder() -> JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return decoder
+    }
+
+    private func encode(_ record: LogRecord<Value>) -> Data? {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        do {
+            var data = try encoder.encode(record)
+            data.append(0x0A)
+            return data
+        } catch {
+            Self.report(.outboxWriteFailed, key: key, "cannot encode a record for \(fileURL.path)", error: error)
+            return nil
+        }
+    }
+
+    static func report(_ kind: StateDiagnostic.Kind, key: String, _ message: String, error: (any Error)? = nil) {
+        StateDiagnostics.report(StateDiagnostic(kind: kind, keys: [key], message: message, error: error))
+    }
+}
+
+/// Opens (creating it if needed) the lock file beside a log.
+private func openLockFile(_ path: String) -> Int32 {
+    #if canImport(Glibc)
+    Glibc.open(path, O_RDWR | O_CREAT, 0o644)
+    #elseif canImport(Musl)
+    Musl.open(path, O_RDWR | O_CREAT, 0o644)
+    #else
+    Darwin.open(path, O_RDWR | O_CREAT, 0o644)
+    #endif
+}
+
+/// One line of an outbox log: a change to deliver, or the version up to which everything was delivered.
+struct LogRecord<Value: Codable>: Codable {
+    var change: StateChange<Value>?
+    var acknowledged: UInt64?
+}

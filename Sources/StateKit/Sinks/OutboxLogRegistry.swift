@@ -1,0 +1,54 @@
+import Foundation
+
+/// The outbox logs open in this process, one per file however its path is spelled.
+///
+/// A container asking for a file that a live container holds is refused; one asking for a file
+/// that only a released container's pipeline still holds takes it over, so a view model created
+/// again on the same outbox continues its log instead of erasing it.
+enum OutboxLogRegistry {
+    private final class WeakLog {
+        weak var log: AnyObject?
+        init(_ log: AnyObject) { self.log = log }
+    }
+
+    private static let lock = Lock()
+    nonisolated(unsafe) private static var logs: [String: WeakLog] = [:]
+
+    /// The log of `fileURL`, owned by a new container `key` from now on, and the owner number;
+    /// `nil` (reported) when it cannot be owned.
+    static func open<Value>(fileURL: URL, key: String, as: Value.Type) -> (OutboxLog<Value>, UInt64)? {
+        let path = canonicalPath(fileURL)
+        return lock.withLock {
+            logs = logs.filter { $0.value.log != nil }
+            if let existing = logs[path]?.log {
+                guard let log = existing as? OutboxLog<Value>, log.key == key, !log.hasLiveOwner else {
+                    let holder = (existing as? any KeyedLog)?.key ?? "?"
+                    OutboxLog<Value>.report(
+                        .outboxInUse, key: key,
+                        "the outbox \(fileURL.path) is in use by a live container (key '\(holder)') in this process; "
+                            + "one file has one owner, so this container's changes are not logged")
+                    return nil
+                }
+                return (log, log.takeOwnership())
+            }
+            guard let log = OutboxLog<Value>.open(fileURL: URL(fileURLWithPath: path), key: key) else { return nil }
+            logs[path] = WeakLog(log)
+            return (log, log.takeOwnership())
+        }
+    }
+
+    /// The path with `.`, `..` and symbolic links of its directory resolved.
+    private static func canonicalPath(_ fileURL: URL) -> String {
+        let directory = fileURL.deletingLastPathComponent()
+        try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return directory.standardizedFileURL.resolvingSymlinksInPath()
+            .appendingPathComponent(fileURL.lastPathComponent).path
+    }
+}
+
+/// A log's key, whatever its value type.
+protocol KeyedLog: AnyObject {
+    var key: String { get }
+}
+
+extension OutboxLog: KeyedLog {}

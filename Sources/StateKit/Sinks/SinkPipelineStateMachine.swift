@@ -1,0 +1,355 @@
+/// The states of one sink's pipeline, and what each event makes it do.
+///
+/// A value type, as swift-async-algorithms' `<X>StateMachine`s are: ``SinkPipeline`` calls an
+/// event under its lock, the event updates the state and returns an action, and the pipeline
+/// performs the action (resuming continuations, sleeping, sending, reporting) after unlocking.
+///
+/// States (``Phase``, plus ``isDraining`` once the container is released):
+///
+/// | phase        | meaning                                                   |
+/// | ------------ | --------------------------------------------------------- |
+/// | `idle`       | nothing buffered; the task waits for a change             |
+/// | `sending`    | a batch is in flight                                      |
+/// | `backingOff` | the batch failed; the task waits before retrying it        |
+/// | `paused`     | the batch failed for good or was told to wait too long; it is kept and retried slowly |
+/// | `stopped`    | the task ended; nothing more is sent                      |
+///
+/// Transitions:
+///
+/// | phase                   | event                     | next        | action                                |
+/// | ----------------------- | ------------------------- | ----------- | ------------------------------------- |
+/// | any but stopped         | ``enqueue(_:)``           | same        | buffer, or (log-backed, buffer full) leave it in the log, or drop/coalesce; wake the task |
+/// | idle                    | ``nextBatch(hasWaitedForInterval:)`` with a buffer | sending | ``Next/send(_:)``     |
+/// | idle                    | ``nextBatch(hasWaitedForInterval:)``, changes in the log only | idle | ``Next/readLog(from:maximumCount:)`` |
+/// | idle                    | ``nextBatch(hasWaitedForInterval:)``, nothing, draining | stopped | ``Next/finish``     |
+/// | idle                    | ``nextBatch(hasWaitedForInterval:)``, nothing | idle | ``Next/wait``                    |
+/// | sending, backingOff, paused | ``sendSucceeded()``   | idle        | release the flushes it completes      |
+/// | sending, backingOff     | ``sendFailed(_:retryAfter:isRetryable:attempt:)`` | backingOff, paused or idle | ``Failure`` |
+/// | any                     | ``close()``               | same, draining | wake the task                      |
+/// | any                     | ``stop()``                | stopped     | release every flush; what is left is counted |
+///
+/// Flushes wait by version: a flush made when the pipeline knew of version `v` is released once
+/// every change up to `v` is settled (sent, failed, dropped, coalesced), or the sink is paused
+/// or stopped.
+struct SinkPipelineStateMachine<Value: Sendable> {
+    enum Phase: Equatable {
+        case idle, sending, backingOff, paused, stopped
+    }
+
+    struct FlushWaiter {
+        var id: UInt64
+        var target: UInt64
+        var continuation: CheckedContinuation<Void, Never>
+    }
+
+    /// What the delivery task does next.
+    enum Next {
+        /// Send this batch.
+        case send([StateChange<Value>])
+        /// Wait ``SinkPolicy/flushInterval`` for more changes to join, then ask again.
+        case waitForInterval
+        /// Read these changes back from the log, then report them with ``logRead(_:isComplete:recordedBefore:recordedNow:)``.
+        case readLog(from: UInt64, maximumCount: Int)
+        /// Nothing to do: park until woken.
+        case wait
+        /// Drained: end the task.
+        case finish
+    }
+
+    /// What to do after a failed send.
+    enum Failure {
+        /// Wait, then send the same batch again.
+        case retry(after: Duration)
+        /// The sink is paused: release `waiters`, report if `isFirst`, wait, then send again.
+        case pause(isFirst: Bool, wait: Duration, waiters: [FlushWaiter])
+        /// The batch is given up (the policy) or refused (the sink): release `waiters` and report.
+        case drop(isRefused: Bool, waiters: [FlushWaiter])
+    }
+
+    let policy: SinkPolicy
+    /// Whether the sink's changes are also in a log the task can read back (a ``DurableOutbox``).
+    let isLogBacked: Bool
+    private(set) var phase = Phase.idle
+    /// Whether the container was released: the task sends what is left, then stops.
+    private(set) var isDraining = false
+    private var buffer = FIFOQueue<StateChange<Value>>()
+    private var inFlight: [StateChange<Value>] = []
+    /// Changes from this version on are in the log only (log-backed pipelines).
+    private var spilledFrom: UInt64?
+    /// The highest version handed to the pipeline or read from its log.
+    private var lastVersion: UInt64
+    private var counters = SinkStatistics()
+    private var unreportedDrops = 0
+    private var isDropReported = false
+    private var wakeUp: CheckedContinuation<Void, Never>?
+    private var flushWaiters: [FlushWaiter] = []
+
+    /// - Parameters:
+    ///   - startVersion: The container's version when the pipeline starts (its log's last version).
+    ///   - firstPending: For a log-backed pipeline, the first logged version still to deliver.
+    init(policy: SinkPolicy, isLogBacked: Bool, startVersion: UInt64, firstPending: UInt64?) {
+        self.policy = policy
+        self.isLogBacked = isLogBacked
+        self.lastVersion = startVersion
+        self.spilledFrom = isLogBacked ? firstPending : nil
+    }
+
+    /// The lowest version not yet settled.
+    private var firstUnsettled: UInt64 {
+        inFlight.first?.version ?? buffer.first?.version ?? spilledFrom ?? lastVersion &+ 1
+    }
+
+    /// The statistics, with ``SinkStatistics/pending`` counting what waits in memory and, behind
+    /// a log, on disk up to `lastRecorded`.
+    func statistics(lastRecorded: UInt64) -> SinkStatistics {
+        var statistics = counters
+        let spilled = spilledFrom.map { lastRecorded >= $0 ? Int(clamping: lastRecorded - $0 + 1) : 0 } ?? 0
+        statistics.pending = buffer.count + inFlight.count + spilled
+        return statistics
+    }
+
+    // MARK: Writer side
+
+    /// A change arrives. Returns the task to wake, the flushes it completes (none), and whether it
+    /// is the first drop of an overflow (reported at once by the caller).
+    mutating func enqueue(
+        _ change: StateChange<Value>
+    ) -> (wake: CheckedContinuation<Void, Never>?, isFirstDrop: Bool) {
+        guard phase != .stopped, change.version > lastVersion else {
+            return (nil, false)
+        }
+        lastVersion = change.version
+        var isFirstDrop = false
+        if spilledFrom != nil {
+            // Behind newer changes already left in the log: it stays there too, to keep the order.
+        } else if buffer.count >= policy.bufferLimit {
+            if isLogBacked {
+                spilledFrom = change.version
+            } else {
+                switch policy.overflow {
+                case .dropOldest:
+                    _ = buffer.popFirst()
+                    buffer.append(change)
+                    isFirstDrop = noteDrop()
+                case .dropNewest:
+                    isFirstDrop = noteDrop()
+                case .coalesceToLatest:
+                    counters.coalesced += buffer.count
+                    buffer.removeAll()
+                    buffer.append(change)
+                }
+            }
+        } else {
+            buffer.append(change)
+        }
+        checkInvariants()
+        return (takeWakeUp(), isFirstDrop)
+    }
+
+    /// The container was released: deliver what is left, then stop.
+    mutating func close() -> CheckedContinuation<Void, Never>? {
+        isDraining = true
+        return takeWakeUp()
+    }
+
+    /// Stops the pipeline now. Returns every flush waiter and how many changes were left undelivered.
+    mutating func stop(lastRecorded: UInt64) -> (
+        waiters: [FlushWaiter], left: Int, wake: CheckedContinuation<Void, Never>?
+    ) {
+        let left = statistics(lastRecorded: lastRecorded).pending
+        phase = .stopped
+        buffer.removeAll()
+        inFlight = []
+        spilledFrom = nil
+        let waiters = flushWaiters
+        flushWaiters = []
+        return (waiters, left, takeWakeUp())
+    }
+
+    // MARK: Delivery task
+
+    /// What the task does next.
+    mutating func nextBatch(hasWaitedForInterval: Bool) -> Next {
+        if phase == .stopped { return .finish }
+        if !buffer.isEmpty {
+            if buffer.count < policy.maximumBatchSize && policy.flushInterval > .zero && !hasWaitedForInterval
+                && spilledFrom == nil && !isDraining
+            {
+                return .waitForInterval
+            }
+            inFlight = buffer.popFirst(upTo: policy.maximumBatchSize)
+            phase = .sending
+            return .send(inFlight)
+        }
+        if let spilledFrom {
+            return .readLog(from: spilledFrom, maximumCount: max(policy.bufferLimit, policy.maximumBatchSize))
+        }
+        if isDraining {
+            phase = .stopped
+            return .finish
+        }
+        phase = .idle
+        return .wait
+    }
+
+    /// Parks the task until a change arrives; returns `false` if there is work already (resume at once).
+    mutating func park(_ continuation: CheckedContinuation<Void, Never>) -> Bool {
+        guard buffer.isEmpty && spilledFrom == nil && !isDraining && phase != .stopped else { return false }
+        wakeUp = continuation
+        return true
+    }
+
+    /// Changes read back from the log, in order.
+    ///
+    /// - Parameters:
+    ///   - isComplete: Whether the read returned fewer than asked: every change logged when it
+    ///     started (`recordedBefore`) was read.
+    ///   - recordedNow: The log's last version now, read under the pipeline's lock: a change
+    ///     logged after it is still to be enqueued, so the pipeline can go back to its buffer.
+    mutating func logRead(
+        _ changes: [StateChange<Value>],
+        isComplete: Bool,
+        recordedBefore: UInt64,
+        recordedNow: UInt64
+    ) -> [FlushWaiter] {
+        guard phase != .stopped, var next = spilledFrom else { return [] }
+        for change in changes where change.version >= next {
+            if policy.overflow == .coalesceToLatest && buffer.count >= policy.bufferLimit {
+                counters.coalesced += buffer.count
+                buffer.removeAll()
+            }
+            buffer.append(change)
+            next = change.version &+ 1
+        }
+        if isComplete { next = max(next, recordedBefore &+ 1) }
+        lastVersion = max(lastVersion, next &- 1)
+        spilledFrom = next > recordedNow ? nil : next
+        checkInvariants()
+        return takeSatisfiedWaiters()
+    }
+
+    /// The batch in flight was accepted.
+    mutating func sendSucceeded() -> [FlushWaiter] {
+        counters.sent += inFlight.count
+        counters.isPaused = false
+        inFlight = []
+        phase = .idle
+        return takeSatisfiedWaiters()
+    }
+
+    /// The batch in flight failed on its `attempt`-th try.
+    mutating func sendFailed(
+        _ error: any Error,
+        retryAfter: Duration?,
+        isRetryable: Bool,
+        attempt: Int
+    ) -> Failure {
+        counters.lastError = String(describing: error)
+        if !isRetryable { return drop(isRefused: true) }
+        let maximumWait = policy.retry.maximumDelay
+        if let retryAfter, retryAfter > maximumWait {
+            // Honouring it would hold every flush for as long as the destination likes.
+            counters.retried += 1
+            return pause(wait: maximumWait)
+        }
+        if attempt >= policy.retry.maximumAttempts {
+            switch policy.afterRepeatedFailures {
+            case .giveUpAndReport:
+                return drop(isRefused: false)
+            case .pauseAndKeep(let retryEvery):
+                counters.retried += 1
+                return pause(wait: max(retryEvery, retryAfter ?? .zero))
+            }
+        }
+        counters.retried += 1
+        phase = .backingOff
+        return .retry(after: policy.retry.delay(beforeRetry: attempt, retryAfter: retryAfter))
+    }
+
+    private mutating func drop(isRefused: Bool) -> Failure {
+        counters.failed += inFlight.count
+        inFlight = []
+        phase = .idle
+        return .drop(isRefused: isRefused, waiters: takeSatisfiedWaiters())
+    }
+
+    private mutating func pause(wait: Duration) -> Failure {
+        let isFirst = !counters.isPaused
+        counters.isPaused = true
+        phase = .paused
+        let waiters = flushWaiters
+        flushWaiters = []
+        return .pause(isFirst: isFirst, wait: wait, waiters: waiters)
+    }
+
+    /// Drops counted since the task last reported them (then reported by the task).
+    mutating func takeUnreportedDrops() -> Int {
+        defer {
+            unreportedDrops = 0
+            isDropReported = false
+        }
+        return unreportedDrops
+    }
+
+    // MARK: Flushes
+
+    /// Registers a flush; returns `false` when it is already satisfied (resume it at once).
+    mutating func addFlushWaiter(id: UInt64, _ continuation: CheckedContinuation<Void, Never>) -> Bool {
+        if phase == .stopped || counters.isPaused || firstUnsettled > lastVersion { return false }
+        flushWaiters.append(FlushWaiter(id: id, target: lastVersion, continuation: continuation))
+        return true
+    }
+
+    /// Removes a cancelled flush and returns its continuation, if it still waited.
+    mutating func cancelFlush(id: UInt64) -> CheckedContinuation<Void, Never>? {
+        guard let index = flushWaiters.firstIndex(where: { $0.id == id }) else { return nil }
+        return flushWaiters.remove(at: index).continuation
+    }
+
+    // MARK: Helpers
+
+    private mutating func takeWakeUp() -> CheckedContinuation<Void, Never>? {
+        defer { wakeUp = nil }
+        return wakeUp
+    }
+
+    /// Counts a drop; returns whether it is the first since the task last reported drops (the
+    /// writer reports it at once; later ones are summed up by the task, so a flood of drops makes
+    /// at most two diagnostics per batch).
+    private mutating func noteDrop() -> Bool {
+        counters.dropped += 1
+        guard isDropReported else {
+            isDropReported = true
+            return true
+        }
+        unreportedDrops += 1
+        return false
+    }
+
+    private mutating func takeSatisfiedWaiters() -> [FlushWaiter] {
+        guard !flushWaiters.isEmpty else { return [] }
+        let settled = firstUnsettled
+        var satisfied: [FlushWaiter] = []
+        flushWaiters.removeAll { waiter in
+            guard waiter.target < settled else { return false }
+            satisfied.append(waiter)
+            return true
+        }
+        return satisfied
+    }
+
+    /// Debug builds check (in O(1)) that the buffer's newest changes are in version order, that it
+    /// is within its bound unless read back from a log, and that it is behind what is in the log only.
+    private func checkInvariants() {
+        #if DEBUG
+        let count = buffer.count
+        if count >= 2 {
+            assert(buffer[offset: count - 2].version < buffer[offset: count - 1].version, "buffer out of order")
+        }
+        assert(isLogBacked || count <= policy.bufferLimit, "buffer beyond its limit")
+        if let spilledFrom, count > 0 {
+            assert(buffer[offset: count - 1].version < spilledFrom, "buffer ahead of the log")
+        }
+        #endif
+    }
+}

@@ -1,0 +1,205 @@
+import Foundation
+import Testing
+
+@testable import StateKit  // SinkPipelineCensus: how many sink pipelines still run
+
+/// The outbox never erases, never drops what it logged, and never trusts what it cannot read:
+/// second owners, takeovers, absurd and torn records, unreadable files, a full disk, a lagging sink.
+@Suite(.timeLimit(.minutes(2))) struct DurableOutboxFaultTests {
+    init() { DiagnosticsRecorder.start() }
+
+    private func change(_ key: String, _ version: UInt64, value: Int? = nil) -> String {
+        #"{"change":{"key":"\#(key)","oldValue":0,"newValue":\#(value ?? Int(truncatingIfNeeded: version)),"#
+            + #""version":\#(version),"timestamp":"2025-01-01T00:00:00Z"}}"#
+    }
+
+    private func makeDirectory(_ name: String = #function) throws -> TemporaryDirectory {
+        let directory = TemporaryDirectory(name)
+        try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
+        return directory
+    }
+
+    private func diagnostics(_ kind: StateDiagnostic.Kind, _ key: String) -> [StateDiagnostic] {
+        DiagnosticsRecorder.diagnostics(involving: key).filter { $0.kind == kind }
+    }
+
+    @Test func aSecondLiveContainerOnTheSameFileIsRefusedAndErasesNothing() async throws {
+        let directory = try makeDirectory()
+        defer { directory.cleanUp() }
+        let log = directory.url.appending(path: "state.outbox")
+        let key = uniqueKey()
+        let gate = Gate()
+        let first = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: TestSink<Int>(gate: gate)) }
+        for value in 1...3 { first.modify(value) }
+        let logged = try Data(contentsOf: log)
+
+        let secondSink = TestSink<Int>()
+        // The same file spelled another way.
+        let spelledOtherwise = directory.url.appending(path: "./sub/../state.outbox")
+        let second = SyncedState(0, key: key) { DurableOutbox(fileURL: spelledOtherwise, wrapping: secondSink) }
+        second.modify(10)
+        await second.flush()
+
+        #expect(diagnostics(.outboxInUse, key).count == 1)
+        #expect(try Data(contentsOf: log) == logged, "the refused container wrote nothing to the log")
+        #expect(secondSink.versions == [1], "a refused container still delivers, without a log")
+        gate.open()
+        await first.flush()
+        #expect(first.statistics[0].sent == 3)
+    }
+
+    @Test func aContainerCreatedAgainTakesTheLogOverWithoutErasingOrRepeatingVersions() async throws {
+        let directory = try makeDirectory()
+        defer { directory.cleanUp() }
+        let log = directory.url.appending(path: "state.outbox")
+        let key = uniqueKey()
+        let gate = Gate()
+        let firstSink = TestSink<Int>(gate: gate)
+        do {
+            let first = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: firstSink) }
+            for value in 1...3 { first.modify(value) }
+            await gate.arrived()
+        }
+        // The released container's pipeline is still sending 1...3 when the new one starts.
+        let secondSink = TestSink<Int>()
+        let second = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: secondSink) }
+        #expect(second.version == 3)
+        second.modify(4)
+        second.modify(5)
+        gate.open()
+        await second.flush()
+
+        // The released container's sink sent what was in flight; the new one sends the rest,
+        // nothing twice and nothing after a newer change.
+        #expect(firstSink.versions.first == 1)
+        #expect(firstSink.versions + secondSink.versions == [1, 2, 3, 4, 5])
+        #expect(diagnostics(.outboxInUse, key).isEmpty)
+        let third = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: TestSink<Int>()) }
+        #expect(third.version == 0, "refused: the second container still owns the log")
+        withExtendedLifetime(second) {}
+    }
+
+    @Test func anOutboxHeldByAnotherProcessIsRefusedAndLeftIntact() async throws {
+        let directory = try makeDirectory()
+        defer { directory.cleanUp() }
+        let log = directory.url.appending(path: "state.outbox")
+        let events = directory.url.appending(path: "events.jsonl")
+        let key = uniqueKey()
+        let writer = try await SinksHelper.launch(["outbox-write", log.path, key, "50"])
+        #expect(writer.firstLine == "wrote 50")
+        let logged = try Data(contentsOf: log)
+
+        let sink = TestSink<Int>()
+        let intruder = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: sink) }
+        intruder.modify(1)
+        await intruder.flush()
+        #expect(diagnostics(.outboxInUse, key).count == 1)
+        #expect(try Data(contentsOf: log) == logged)
+
+        await writer.kill()
+        let deliverer = try await SinksHelper.launch(["outbox-deliver", log.path, key, events.path])
+        await deliverer.waitForExit()
+        #expect(deliverer.firstLine == "delivered 51")
+        withExtendedLifetime(intruder) {}
+    }
+
+    @Test func absurdNumbersAreSetAsideAndTheRecordsAfterThemDelivered() async throws {
+        let directory = try makeDirectory()
+        defer { directory.cleanUp() }
+        let log = directory.url.appending(path: "state.outbox")
+        let key = uniqueKey()
+        let lines = [
+            change(key, 1), change(key, 2), #"{"acknowledged":18446744073709551615}"#, change(key, 3),
+            change(key, UInt64.max), change("another-key", 4), change(key, 4),
+        ]
+        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: log)
+
+        let sink = TestSink<Int>()
+        let state = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: sink) }
+        await state.flush()
+        #expect(sink.versions == [1, 2, 3, 4])
+        #expect(state.version == 4)
+        state.modify(50)
+        await state.flush()
+        #expect(sink.versions == [1, 2, 3, 4, 5], "no wrap to 0, nothing silenced")
+        let reports = diagnostics(.outboxCorruptRecord, key)
+        #expect(reports.count == 3)
+        let asideFiles = directory.fileNames.filter { $0.hasPrefix("state.outbox.set-aside-") }
+        #expect(asideFiles.count == 1)
+        let aside = try String(contentsOf: directory.url.appending(path: asideFiles[0]), encoding: .utf8)
+        #expect(aside == [lines[2], lines[4], lines[5]].joined(separator: "\n") + "\n")
+    }
+
+    @Test func anUnreadableFileIsReportedAndNeverOverwritten() async throws {
+        let directory = try makeDirectory()
+        defer { directory.cleanUp() }
+        // A directory where the log should be: reading it fails, even as root.
+        let log = directory.url.appending(path: "state.outbox")
+        try FileManager.default.createDirectory(at: log, withIntermediateDirectories: true)
+        try Data("keep me".utf8).write(to: log.appending(path: "inside"))
+        let key = uniqueKey()
+        let sink = TestSink<Int>()
+        let state = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: sink) }
+        state.modify(1)
+        await state.flush()
+        #expect(diagnostics(.outboxUnreadable, key).count == 1)
+        #expect(sink.versions == [1])
+        #expect(try String(contentsOf: log.appending(path: "inside"), encoding: .utf8) == "keep me")
+    }
+
+    @Test func aFullDiskLeavesNoPartialRecordToSwallowTheNext() async throws {
+        let directory = try makeDirectory()
+        defer { directory.cleanUp() }
+        let log = directory.url.appending(path: "state.outbox")
+        let events = directory.url.appending(path: "events.jsonl")
+        let key = uniqueKey()
+        let writer = try await SinksHelper.launch(["outbox-full-disk", log.path, key, "4000"])
+        let parts = writer.firstLine.split(separator: " ")
+        await writer.kill()
+        #expect(parts.count == 3 && parts[0] == "failed")
+        let failed = try #require(UInt64(parts.count == 3 ? parts[1] : ""))
+        let last = try #require(UInt64(parts.count == 3 ? parts[2] : ""))
+        #expect(last == failed + 10)
+
+        let deliverer = try await SinksHelper.launch(["outbox-deliver", log.path, key, events.path])
+        await deliverer.waitForExit()
+        let received = try JSONLinesAnalyticsBackend(fileURL: events).events().map(\.idempotencyKey)
+        // The change whose append failed lived in memory only (reported); every other one was logged.
+        let expected = (1..<failed).map { "\(key)#\($0)" } + (failed + 1...last + 1).map { "\(key)#\($0)" }
+        #expect(received == expected)
+        #expect(!deliverer.diagnostics.contains("[outbox-corrupt-record]"))
+    }
+
+    @Test func behindAnOutboxALaggingSinkLosesNothingWhenItsBufferIsFull() async throws {
+        let directory = try makeDirectory()
+        defer { directory.cleanUp() }
+        let log = directory.url.appending(path: "state.outbox")
+        let key = uniqueKey()
+        let gate = Gate()
+        let sink = TestSink<Int>(policy: SinkPolicy(maximumBatchSize: 7, bufferLimit: 10), gate: gate)
+        let state = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: sink) }
+        for value in 1...1_000 { state.modify(value) }
+        await waitUntilDelivered(state)
+        #expect(state.statistics[0].pending == 1_000)
+        gate.open()
+        await state.flush()
+        #expect(sink.versions == Array(1...1_000))
+        #expect(state.statistics[0].dropped == 0)
+        #expect(state.statistics[0].sent == 1_000)
+        #expect(diagnostics(.sinkDroppedChanges, key).isEmpty)
+    }
+
+    @Test func pendingChangesBeyondTheBufferAreReadBackFromTheLogAfterARestart() async throws {
+        let directory = try makeDirectory()
+        defer { directory.cleanUp() }
+        let log = directory.url.appending(path: "state.outbox")
+        let key = uniqueKey()
+        try Data(((1...500).map { change(key, UInt64($0)) }.joined(separator: "\n") + "\n").utf8).write(to: log)
+        let sink = TestSink<Int>(policy: SinkPolicy(maximumBatchSize: 3, bufferLimit: 4))
+        let state = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: sink) }
+        state.modify(-1)
+        await state.flush()
+        #expect(sink.versions == Array(1...501))
+        #expect(sink.changes.last?.newValue == -1)
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import Testing
+
+@testable import StateKit  // SinkPipelineCensus: how many sink pipelines still run
+
+/// A released container's sinks drain for a bounded time, then stop.
+@Suite(.timeLimit(.minutes(2))) struct SinkDrainTests {
+    init() { DiagnosticsRecorder.start() }
+
+    /// Waits (polling, bounded) until no pipeline of `key` runs; returns whether that happened.
+    private func noLivePipelines(_ key: String, within seconds: Double = 60) async -> Bool {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while SinkPipelineCensus.live(key) > 0 && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return SinkPipelineCensus.live(key) == 0
+    }
+
+    private func alwaysFailing(drainTimeout: Duration) -> SinkPolicy {
+        SinkPolicy(
+            retry: RetryPolicy(initialDelay: .microseconds(1), maximumDelay: .microseconds(10)),
+            afterRepeatedFailures: .pauseAndKeep(retryEvery: .seconds(30)),
+            drainTimeout: drainTimeout
+        )
+    }
+
+    @Test func tenThousandReleasedContainersWithFailingSinksLeaveNoLiveSinks() async {
+        let key = uniqueKey()
+        // One attempt, then paused for 30 s: the sinks would sit there for good without the drain
+        // timeout. Made on a thread of its own, one contention run at a time: 10,000 containers
+        // take seconds under the thread sanitizer, which must not stall the shared pool.
+        var oneAttempt = alwaysFailing(drainTimeout: .milliseconds(200))
+        oneAttempt.retry.maximumAttempts = 1
+        let policy = oneAttempt
+        await contending {
+            for value in 1...10_000 {
+                let state = SyncedState(0, key: key) {
+                    TestSink<Int>(policy: policy) { attempt in ScriptedFailure(attempt: attempt) }
+                }
+                state.modify(value)
+            }
+        }
+        #expect(await noLivePipelines(key))
+        #expect(DiagnosticsRecorder.diagnostics(involving: key).contains { $0.kind == .sinkStopped })
+    }
+
+    @Test func whatAStoppedSinkDidNotDeliverStaysInTheOutboxForTheNextLaunch() async throws {
+        let directory = TemporaryDirectory()
+        try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
+        defer { directory.cleanUp() }
+        let log = directory.url.appending(path: "state.outbox")
+        let key = uniqueKey()
+        do {
+            let failing = TestSink<Int>(policy: alwaysFailing(drainTimeout: .milliseconds(100))) { attempt in
+                ScriptedFailure(attempt: attempt)
+            }
+            let state = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: failing) }
+            for value in 1...3 { state.modify(value) }
+        }
+        #expect(await noLivePipelines(key))
+        let stopped = DiagnosticsRecorder.diagnostics(involving: key).filter { $0.kind == .sinkStopped }
+        #expect(stopped.count == 1)
+        #expect(stopped.first?.message.contains("kept in the outbox") == true)
+
+        let sink = TestSink<Int>()
+        let next = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: sink) }
+        await next.flush()
+        #expect(sink.versions == [1, 2, 3])
+    }
+
+    @Test func aReleasedContainersHealthySinkDeliversEverythingItBuffered() async {
+        let key = uniqueKey()
+        let gate = Gate()
+        let sink = TestSink<Int>(gate: gate)
+        do {
+            let state = SyncedState(0, key: key, sinks: [sink])
+            for value in 1...5 { state.modify(value) }
+            await gate.arrived()
+        }
+        gate.open()
+        #expect(await noLivePipelines(key))
+        #expect(sink.versions == [1, 2, 3, 4, 5])
+    }
+}

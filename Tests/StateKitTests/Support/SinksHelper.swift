@@ -1,0 +1,78 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The `statekit-sinks-helper` executable run as a child process (see its `main.swift` for the modes).
+struct SinksHelper {
+    let process: Process
+    /// The first line the child printed.
+    let firstLine: String
+    let errors: Pipe
+
+    /// Runs the helper and returns once it printed its first line, leaving it running.
+    static func launch(_ arguments: [String]) async throws -> SinksHelper {
+        let process = Process()
+        process.executableURL = try executable()
+        process.arguments = arguments
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let line = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                var data = Data()
+                while !data.contains(0x0A) {
+                    let chunk = output.fileHandleForReading.availableData
+                    if chunk.isEmpty { break }
+                    data.append(chunk)
+                }
+                let line = data.split(separator: 0x0A, omittingEmptySubsequences: false).first ?? Data()
+                continuation.resume(returning: String(decoding: line, as: UTF8.self))
+            }
+        }
+        return SinksHelper(
+            process: process, firstLine: line.trimmingCharacters(in: .whitespacesAndNewlines), errors: errors)
+    }
+
+    /// Sends SIGKILL and waits for the child to be gone.
+    func kill() async {
+        #if canImport(Glibc)
+        _ = Glibc.kill(process.processIdentifier, SIGKILL)
+        #else
+        _ = Darwin.kill(process.processIdentifier, SIGKILL)
+        #endif
+        await waitForExit()
+    }
+
+    func waitForExit() async {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                process.waitUntilExit()
+                continuation.resume()
+            }
+        }
+    }
+
+    /// What the child wrote to standard error (diagnostics); call once it has exited.
+    var diagnostics: String {
+        String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    }
+
+    /// The helper, built next to the test bundle, or the copy named by `STATEKIT_SINKS_HELPER` (so a
+    /// long measurement can run while the package is rebuilt).
+    private static func executable() throws -> URL {
+        if let path = ProcessInfo.processInfo.environment["STATEKIT_SINKS_HELPER"] {
+            return URL(fileURLWithPath: path)
+        }
+        let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        let candidates = [directory, Bundle.main.bundleURL.deletingLastPathComponent()]
+            .map { $0.appending(path: "statekit-sinks-helper") }
+        return try #require(candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) })
+    }
+}
