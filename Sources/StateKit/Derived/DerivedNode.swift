@@ -129,17 +129,10 @@ final class DerivedNode<Value>: @unchecked Sendable {
     /// leaf changed (see ``inputChanged()``), and telling it again from the read that computes the
     /// value (often the read in its own `onChange`) would fire the same tracking twice.
     private func publishAndUnlock(_ value: Value) {
-        let context = DeliveryContext.current
         storage.lock.lock()
         let isWatched = storage.hasAudience
         storage.lock.unlock()
-        let isOutermost = !context.isDelivering
-        if isOutermost {
-            context.beginOutermost()
-            // A change scheduled while delivering counts as one handler-triggered step; this one
-            // starts a chain.
-            context.depth = -1
-        }
+        let delivery = DeferredDelivery.begin()
         storage.modify { $0 = value }
         lock.unlock()
         if isWatched, let point = observation.unretained {
@@ -148,7 +141,7 @@ final class DerivedNode<Value>: @unchecked Sendable {
                 $0.didSet()
             }
         }
-        if isOutermost { context.endOutermost() }
+        delivery.end()
     }
 
     private func readVersions(into buffer: inout [UInt64]) {
