@@ -1,11 +1,13 @@
+import Foundation
+
 /// The engine behind a ``DerivedState`` and a ``Observed/removingDuplicates(by:)`` view: it
 /// computes the value from its sources, caches it, and publishes each new value to a container of
 /// its own, whose subscribers, projections and async sequences are the derived value's.
 ///
 /// ## Glitch-free by re-reading, not by ordering
 /// A node never combines values pushed to it. It watches the containers at the root of its sources
-/// (its *leaves*) and, when one changes, computes again from the sources' *current* values, under a
-/// lock of its own, keeping the leaves' versions it computed from. A result is kept only if no
+/// (its *leaves*) and, when one changes, computes again from the sources' *current* values, one
+/// thread at a time, keeping the leaves' versions it computed from. A result is kept only if no
 /// leaf's version moved while it was computed (read the versions, compute, read them again), so it
 /// is what the sources held at one moment: in a diamond, `d` sees `b` and `c` both from the same
 /// `a`, never one old and one new. After two attempts lost to concurrent writers, the node computes
@@ -18,11 +20,15 @@
 /// read; one with subscribers computes when a leaf changes (a transaction is one change, so once
 /// per transaction). A result equal to the last one (by `isDuplicate`) notifies nobody.
 ///
-/// ## Order
-/// New values are written to the storage container under the node's lock, so the storage's
-/// versions follow the order of computation, and its dispatcher delivers them in that order. The
-/// write is made while the thread counts as delivering (as a transaction's commit does), so no
-/// handler runs while the node's lock is held.
+/// ## Order and locks
+/// One thread computes at a time (others wait for its result), each from versions no older than
+/// the last, and new values are written to the storage container under the node's lock, so the
+/// storage's versions follow the order of computation and its dispatcher delivers them in that
+/// order. The write is made while the thread counts as delivering (as a transaction's commit
+/// does), so no handler runs while the node's lock is held. The computation itself runs without
+/// it: pulling a chain of 1,000 derived states holds one node's lock at a time, not 1,000 (which
+/// ThreadSanitizer, tracking at most 64 locks held per thread, would stop at). Pulling is
+/// recursive, one level per link of a chain.
 final class DerivedNode<Value>: @unchecked Sendable {
     /// Holds the published value; its version is the derived value's version.
     let storage: MonitoredState<Value>
@@ -33,13 +39,18 @@ final class DerivedNode<Value>: @unchecked Sendable {
     private let leaves: [any DerivationLeaf]
     private let evaluate: () -> Value
     private let isDuplicate: (Value, Value) -> Bool
-    private let lock = Lock()
-    /// The published value; guarded by `lock`, as are the arrays below.
+    /// Guards the fields below; computations run outside it, one at a time (see ``current()``).
+    private let condition = NSCondition()
+    /// The published value.
     private var cached: Value
     /// The leaves' versions that `cached` was computed from.
     private var versions: [UInt64]
     /// Versions being compared, kept to spare an allocation per change.
     private var scratch: [UInt64]
+    /// Whether a thread is computing a new value; others wait for it rather than compute too.
+    private var isComputing = false
+    /// The versions the computing thread works with; only that thread touches them.
+    private var computingVersions: [UInt64]
     /// The node's subscriptions to its inputs; they hold the node weakly.
     private var watches: [Subscription] = []
 
@@ -55,12 +66,13 @@ final class DerivedNode<Value>: @unchecked Sendable {
         self.leaves = inputs.map(\.leaf).filter { seen.insert(ObjectIdentifier($0)).inserted }
         self.evaluate = evaluate
         self.isDuplicate = isDuplicate
-        self.versions = []
-        self.scratch = leaves.map(\.derivationVersion)
-        let value = Self.consistentValue(leaves: leaves, scratch: &scratch, evaluate: evaluate)
+        var versions = leaves.map(\.derivationVersion)
+        let value = Self.consistentValue(leaves: leaves, versions: &versions, evaluate: evaluate)
         // Made inside a transaction, the value may include writes that are yet to commit: the first
         // read outside computes it again.
-        self.versions = isTransactionOpenOnThisThread ? scratch.map { _ in .max } : scratch
+        self.versions = isTransactionOpenOnThisThread ? versions.map { _ in .max } : versions
+        self.scratch = versions
+        self.computingVersions = versions
         self.cached = value
         self.storage = MonitoredState(value, key: key)
         watches = inputs.map { input in input.watch { [weak self] in self?.inputChanged() } }
@@ -69,20 +81,32 @@ final class DerivedNode<Value>: @unchecked Sendable {
     /// The current value: the cached one if no leaf changed since it was computed, or a new one,
     /// which is then published.
     ///
-    /// Inside a transaction the value is computed from the transaction's view of the sources and
-    /// neither cached nor published: the transaction may still be undone.
+    /// The computation runs without the node's lock held, so that pulling a chain of derived
+    /// states holds one lock at a time, not one per link; a thread that finds another computing
+    /// waits for its result. Inside a transaction the value is computed from the transaction's
+    /// view of the sources and neither cached nor published: the transaction may still be undone.
     func current() -> Value {
         if isTransactionOpenOnThisThread { return evaluate() }
-        lock.lock()
-        readVersions(into: &scratch)
-        if scratch == versions {
-            defer { lock.unlock() }
-            return cached
+        condition.lock()
+        while true {
+            readVersions(into: &scratch)
+            if scratch == versions {
+                defer { condition.unlock() }
+                return cached
+            }
+            if !isComputing { break }
+            condition.wait()
         }
-        let value = Self.consistentValue(leaves: leaves, scratch: &scratch, evaluate: evaluate)
-        swap(&versions, &scratch)
+        isComputing = true
+        for index in scratch.indices { computingVersions[index] = scratch[index] }
+        condition.unlock()
+        let value = Self.consistentValue(leaves: leaves, versions: &computingVersions, evaluate: evaluate)
+        condition.lock()
+        isComputing = false
+        condition.broadcast()
+        swap(&versions, &computingVersions)
         if isDuplicate(cached, value) {
-            defer { lock.unlock() }
+            defer { condition.unlock() }
             return cached
         }
         cached = value
@@ -134,7 +158,7 @@ final class DerivedNode<Value>: @unchecked Sendable {
         storage.lock.unlock()
         let delivery = DeferredDelivery.begin()
         storage.modify { $0 = value }
-        lock.unlock()
+        condition.unlock()
         if isWatched, let point = observation.unretained {
             point._withUnsafeGuaranteedRef {
                 $0.willSet()
@@ -149,18 +173,18 @@ final class DerivedNode<Value>: @unchecked Sendable {
     }
 
     /// Computes a value that the sources held at one moment, leaving the leaves' versions it was
-    /// computed from in `scratch` (which holds the versions read before the call).
+    /// computed from in `versions` (which holds the versions read before the call).
     private static func consistentValue(
         leaves: [any DerivationLeaf],
-        scratch: inout [UInt64],
+        versions: inout [UInt64],
         evaluate: () -> Value
     ) -> Value {
         for _ in 0..<2 {
             let value = evaluate()
             var isStill = true
-            for index in leaves.indices where leaves[index].derivationVersion != scratch[index] {
+            for index in leaves.indices where leaves[index].derivationVersion != versions[index] {
                 isStill = false
-                scratch[index] = leaves[index].derivationVersion
+                versions[index] = leaves[index].derivationVersion
             }
             if isStill { return value }
         }
@@ -169,7 +193,7 @@ final class DerivedNode<Value>: @unchecked Sendable {
             let value = evaluate()
             let log = TransactionLog.current!
             for index in leaves.indices {
-                scratch[index] = log.entries[ObjectIdentifier(leaves[index])]!.firstVersion
+                versions[index] = log.entries[ObjectIdentifier(leaves[index])]!.firstVersion
             }
             return value
         }
