@@ -2,16 +2,13 @@
 /// derived states: its version tells whether a cached result is still current.
 @usableFromInline
 protocol DerivationLeaf: AnyObject {
-    /// The container's version, read under its lock.
-    var derivationVersion: UInt64 { get }
+    /// Reads the container's version, under its lock.
+    var versionReader: VersionReader { get }
     /// Reads the value, so that an open transaction records the container as read.
     func touchValue()
 }
 
 extension State: DerivationLeaf {
-    @usableFromInline
-    var derivationVersion: UInt64 { version }
-
     @usableFromInline
     func touchValue() {
         _ = untrackedValue
@@ -24,6 +21,37 @@ extension State: DerivationLeaf {
         lock.lock()
         defer { lock.unlock() }
         return storedValue
+    }
+}
+
+/// Reads a container's version without going through code generic over its value type: the
+/// container's lock and the address of its version field.
+///
+/// A derived state reads its leaves' versions twice per computation; through the generic
+/// ``State/version`` in code not specialised for the value type, each read looked up the
+/// container's field layout at run time (~300 instructions).
+@usableFromInline
+struct VersionReader {
+    /// Keeps the container, whose fields `version` points into, alive.
+    let container: AnyObject
+    let lock: Lock
+    let version: UnsafePointer<UInt64>
+
+    /// The container's version, read under its lock.
+    var current: UInt64 {
+        lock.lock()
+        defer { lock.unlock() }
+        return version.pointee
+    }
+}
+
+extension State {
+    /// A reader of this container's version; see ``VersionReader``.
+    @usableFromInline
+    var versionReader: VersionReader {
+        let offset = MemoryLayout<ContainerFields<Value>>.offset(of: \.version)!
+        let version = UnsafeRawPointer(fields).advanced(by: offset).assumingMemoryBound(to: UInt64.self)
+        return VersionReader(container: self, lock: lock, version: version)
     }
 }
 

@@ -37,6 +37,8 @@ final class DerivedNode<Value>: @unchecked Sendable {
     /// Observation's bridge for reads of the derived value, made on the first read.
     let observation = OnceInstalledReference<ObservationPoint>()
     private let leaves: [any DerivationLeaf]
+    /// The leaves' versions, read without generic code.
+    private let leafVersions: [VersionReader]
     private let evaluate: () -> Value
     private let isDuplicate: (Value, Value) -> Bool
     /// Guards the fields below; computations run outside it, one at a time (see ``current()``).
@@ -64,10 +66,12 @@ final class DerivedNode<Value>: @unchecked Sendable {
         var seen = Set<ObjectIdentifier>()
         self.inputs = inputs
         self.leaves = inputs.map(\.leaf).filter { seen.insert(ObjectIdentifier($0)).inserted }
+        self.leafVersions = leaves.map(\.versionReader)
         self.evaluate = evaluate
         self.isDuplicate = isDuplicate
-        var versions = leaves.map(\.derivationVersion)
-        let value = Self.consistentValue(leaves: leaves, versions: &versions, evaluate: evaluate)
+        var versions = leafVersions.map(\.current)
+        let value = Self.consistentValue(
+            leaves: leaves, leafVersions: leafVersions, versions: &versions, evaluate: evaluate)
         // Made inside a transaction, the value may include writes that are yet to commit: the first
         // read outside computes it again.
         self.versions = isTransactionOpenOnThisThread ? versions.map { _ in .max } : versions
@@ -100,7 +104,8 @@ final class DerivedNode<Value>: @unchecked Sendable {
         isComputing = true
         for index in scratch.indices { computingVersions[index] = scratch[index] }
         condition.unlock()
-        let value = Self.consistentValue(leaves: leaves, versions: &computingVersions, evaluate: evaluate)
+        let value = Self.consistentValue(
+            leaves: leaves, leafVersions: leafVersions, versions: &computingVersions, evaluate: evaluate)
         condition.lock()
         isComputing = false
         condition.broadcast()
@@ -169,22 +174,26 @@ final class DerivedNode<Value>: @unchecked Sendable {
     }
 
     private func readVersions(into buffer: inout [UInt64]) {
-        for index in leaves.indices { buffer[index] = leaves[index].derivationVersion }
+        for index in leafVersions.indices { buffer[index] = leafVersions[index].current }
     }
 
     /// Computes a value that the sources held at one moment, leaving the leaves' versions it was
     /// computed from in `versions` (which holds the versions read before the call).
     private static func consistentValue(
         leaves: [any DerivationLeaf],
+        leafVersions: [VersionReader],
         versions: inout [UInt64],
         evaluate: () -> Value
     ) -> Value {
         for _ in 0..<2 {
             let value = evaluate()
             var isStill = true
-            for index in leaves.indices where leaves[index].derivationVersion != versions[index] {
-                isStill = false
-                versions[index] = leaves[index].derivationVersion
+            for index in leafVersions.indices {
+                let version = leafVersions[index].current
+                if version != versions[index] {
+                    isStill = false
+                    versions[index] = version
+                }
             }
             if isStill { return value }
         }

@@ -59,11 +59,11 @@ public final class DerivedState<Value: Equatable>: Observed<Value> {
         _ sources: repeat each Source,
         compute: @escaping @Sendable (repeat (each Source).Value) -> Value
     ) {
-        let views = (repeat (each sources).readOnly)
+        let projections = (repeat (each sources).readOnly.projection)
         var inputs: [DerivationInput] = []
-        for view in repeat each views { inputs += view.projection.derivationInputs }
+        for projection in repeat each projections { inputs += projection.derivationInputs }
         let node = DerivedNode<Value>(key: key, inputs: inputs, isDuplicate: ==) {
-            compute(repeat (each views).projection.readUntracked())
+            compute(repeat (each projections).readUntracked())
         }
         self.init(node: node)
     }
