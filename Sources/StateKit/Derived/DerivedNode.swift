@@ -102,14 +102,20 @@ final class DerivedNode<Value>: @unchecked Sendable {
             condition.wait()
         }
         isComputing = true
-        for index in scratch.indices { computingVersions[index] = scratch[index] }
+        // Moved to a local: an `inout` access to a stored property held across `evaluate`, which
+        // pulls the derived states before this one, made every link of a chain check its access
+        // against all the links' (measured: 77% of a 1,000-link update).
+        var computing: [UInt64] = []
+        swap(&computing, &computingVersions)
+        for index in scratch.indices { computing[index] = scratch[index] }
         condition.unlock()
         let value = Self.consistentValue(
-            leaves: leaves, leafVersions: leafVersions, versions: &computingVersions, evaluate: evaluate)
+            leaves: leaves, leafVersions: leafVersions, versions: &computing, evaluate: evaluate)
         condition.lock()
         isComputing = false
         condition.broadcast()
-        swap(&versions, &computingVersions)
+        swap(&versions, &computing)
+        computingVersions = computing
         if isDuplicate(cached, value) {
             defer { condition.unlock() }
             return cached
