@@ -305,6 +305,34 @@ private final class Computations: Sendable {
         subscription.cancel()
     }
 
+    @Test func queueSubscribersGetEveryNewValueInOrder() async throws {
+        let a = MonitoredState(0, key: uniqueKey("a"))
+        let squared = a.map { $0 * $0 }
+        let queue = DispatchQueue(label: "derived.test")
+        let seen = Collector<Int>()
+        let subscription = squared.subscribe(on: queue) { seen.append($0) }
+        for next in 1...5 { a ~> next }
+        queue.sync {}
+        #expect(seen.all == [0, 1, 4, 9, 16, 25])
+        subscription.cancel()
+    }
+
+    @Test func cycleThroughADerivedStateIsCutWithADiagnostic() async {
+        DiagnosticsRecorder.start()
+        let a = MonitoredState(0, key: uniqueKey("a"))
+        let doubled = a.map { $0 * 2 }
+        let feedback = doubled.subscribe { value in if value > 0 { a.modify { $0 += 1 } } }
+        await onThreads(1, stackSize: 256 * 1024) { _ in a.modify(1) }
+        await waitUntilDelivered(a)
+        #expect(a.value > StateDiagnostics.maximumChainDepth / 2)
+        let reports = DiagnosticsRecorder.diagnostics(involving: a.key)
+        #expect(reports.map(\.kind) == [.cycle])
+        #expect(reports.first?.keys.contains(doubled.key) == true)
+        feedback.cancel()
+        a.modify(-5)
+        #expect(doubled.value == -10)
+    }
+
     @Test func concurrentTransfersNeverShowAMixedSum() async {
         let a = MonitoredState(1_000, key: uniqueKey("a"))
         let b = MonitoredState(1_000, key: uniqueKey("b"))
