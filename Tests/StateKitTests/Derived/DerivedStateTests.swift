@@ -317,6 +317,42 @@ private final class Computations: Sendable {
         subscription.cancel()
     }
 
+    @Test func handlerOfASourcePublishedDuringAComputationMayReadTheComputedState() async {
+        let a = MonitoredState(0, key: uniqueKey("a"))
+        let entered = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        // Registered before `b` exists, so it runs before `b` hears of the change.
+        let blocker = a.subscribe { value in
+            if value == 1 {
+                entered.signal()
+                release.wait()
+            }
+        }
+        let b = a.map { $0 + 100 }
+        let c = b.map { $0 * 2 }
+        let seenByB = Collector<Int>()
+        let bWatcher = b.subscribe { _ in seenByB.append(c.value) }
+        let writer = Thread { a.modify(1) }
+        writer.start()
+        let readOnTime = await awayFromThePool { () -> Int? in
+            entered.wait()
+            // `b` is stale: reading `c` computes `b` here, and `b`'s subscriber reads `c`.
+            let done = DispatchSemaphore(value: 0)
+            let result = Collector<Int>()
+            Thread {
+                result.append(c.value)
+                done.signal()
+            }.start()
+            let finished = done.wait(timeout: .now() + 5) == .success
+            release.signal()
+            return finished ? result.all.first : nil
+        }
+        #expect(readOnTime == 202)
+        await waitUntilDelivered(a)
+        #expect(seenByB.all.last == 202)
+        withExtendedLifetime((blocker, bWatcher)) {}
+    }
+
     @Test func cycleThroughADerivedStateIsCutWithADiagnostic() async {
         DiagnosticsRecorder.start()
         let a = MonitoredState(0, key: uniqueKey("a"))
