@@ -47,6 +47,8 @@ public final class DerivedState<Value: Equatable>: Observed<Value> {
     /// Creates a derived state named `key`, computed by `compute` from the values of `sources`.
     ///
     /// ```swift
+    /// let price = MonitoredState(10, key: "price")
+    /// let quantity = MonitoredState(2, key: "quantity")
     /// let total = DerivedState(key: "total", price, quantity) { $0 * $1 }
     /// ```
     ///
@@ -72,6 +74,8 @@ public final class DerivedState<Value: Equatable>: Observed<Value> {
     /// them (`"derived(price, quantity)"`).
     ///
     /// ```swift
+    /// let price = MonitoredState(10, key: "price")
+    /// let quantity = MonitoredState(2, key: "quantity")
     /// let total = DerivedState(price, quantity) { price, quantity in price * quantity }
     /// ```
     public convenience init<each Source: StateSource>(
@@ -92,6 +96,7 @@ public final class DerivedState<Value: Equatable>: Observed<Value> {
     /// differs from the one it holds.
     ///
     /// ```swift
+    /// let total = counter.map { $0 * 3 }
     /// let bucket = total.removingDuplicates { $0 / 10 == $1 / 10 }   // changes by tens
     /// ```
     public override func removingDuplicates(

@@ -107,7 +107,11 @@ public func <~ <Value: Equatable & Sendable>(target: MutableObserved<Value>, sou
 /// ``StateDiagnostic/Kind/bindingFailed`` diagnostic names the target's key.
 ///
 /// ```swift
-/// let feed = AsyncStream<Int> { continuation in … }
+/// let unreadCount = MonitoredState(0, key: "unreadCount")
+/// let feed = AsyncStream<Int> { continuation in
+///     continuation.yield(3)
+///     continuation.finish()
+/// }
 /// let binding = unreadCount <~ feed
 /// ```
 ///
