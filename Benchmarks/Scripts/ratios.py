@@ -18,9 +18,9 @@ import sys
 from collections import defaultdict
 
 PEERS = ["Floor", "StateKit", "Seed", "Combine", "Observation"]
-# Samples of scenarios 3 and 4 are one write each, of 9 all 10,000 changes and the flush; every other sample is 1,000 operations
+# Samples of scenarios 3, 4 and 15 are one write each, of 9 all 10,000 changes and the flush; every other sample is 1,000 operations
 # (`scalingFactor: .kilo` in StateKitBenchmarks.swift), but 5's are 100,000 increments per thread. Custom metrics are already per operation.
-PER_SAMPLE_ONE = ("3 ", "4 ", "9 ")
+PER_SAMPLE_ONE = ("3 ", "4 ", "9 ", "15 ")
 
 
 def run_suite(extra):

@@ -11,6 +11,7 @@ let sections: [TourSection] = [
     seedArticleSection,
     projectionsSection,
     storeSection,
+    derivedSection,
     persistenceSection,
     syncSection,
     remoteSection,

@@ -26,6 +26,8 @@ let benchmarks: @Sendable () -> Void = {
     registerContention()
     registerSyncedState()
     registerPersistence()
+    registerTransactions()
+    registerDerived()
 }
 
 /// Scenarios 1, 2, 6 and 7 for one peer.

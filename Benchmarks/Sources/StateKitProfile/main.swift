@@ -86,6 +86,39 @@ case "plain2", "plain10", "transaction2", "transaction10":
         }
     }
     withExtendedLifetime(tokens) {}
+case "relay":
+    // A write whose one subscriber writes another container (one subscriber): the queued path
+    // a derived state's update takes.
+    let source = MonitoredState(0, key: "source")
+    let target = MonitoredState(0, key: "target")
+    let tokens = [source.subscribe { target.modify($0) }, target.subscribe { _ in }]
+    measured(count) {
+        next &+= 1
+        source.modify(next)
+    }
+    withExtendedLifetime(tokens) {}
+case "derived2":
+    // A derived state of 2 sources with one subscriber; each write changes one source.
+    let a = MonitoredState(0, key: "a")
+    let b = MonitoredState(0, key: "b")
+    let sum = DerivedState(a, b) { $0 + $1 }
+    let token = sum.subscribe { _ in }
+    measured(count) {
+        next &+= 1
+        (next & 1 == 0 ? a : b).modify(next)
+    }
+    withExtendedLifetime(token) {}
+case "chain":
+    // A chain of 1,000 derived states with one subscriber at the end; each write changes the root.
+    let root = MonitoredState(0, key: "root")
+    var last = root.map { $0 }
+    for _ in 1..<1_000 { last = last.map { $0 + 1 } }
+    let token = last.subscribe { _ in }
+    measured(count) {
+        next &+= 1
+        root.modify(next)
+    }
+    withExtendedLifetime(token) {}
 case "churn":
     let state = MonitoredState(0, key: "churn")
     measured(count) { state.subscribe { _ in }.cancel() }

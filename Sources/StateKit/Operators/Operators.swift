@@ -96,3 +96,35 @@ public func <~ <Value: Equatable & Sendable>(target: MutableObserved<Value>, sou
 public func <~ <Value: Equatable & Sendable>(target: MutableObserved<Value>, source: Observed<Value>) -> Subscription {
     source.subscribe { target.modify($0) }
 }
+
+/// Binds `target` to an `AsyncSequence`: writes each element into the target as it arrives, until
+/// the sequence ends or the returned subscription is cancelled or released.
+///
+/// The elements are read by a task of their own, so the sequence may be anything asynchronous: a
+/// stream of server events, `NotificationCenter` notifications mapped to values, another
+/// container's ``MonitoredState/values``. Equal values change nothing (when `Value` is
+/// `Equatable`). If the sequence throws, the binding ends and a
+/// ``StateDiagnostic/Kind/bindingFailed`` diagnostic names the target's key.
+///
+/// ```swift
+/// let unreadCount = MonitoredState(0, key: "unreadCount")
+/// let feed = AsyncStream<Int> { continuation in
+///     continuation.yield(3)
+///     continuation.finish()
+/// }
+/// let binding = unreadCount <~ feed
+/// ```
+///
+/// - Returns: The binding's subscription; it is no longer active once the sequence has ended.
+public func <~ <Value: Sendable, Source: AsyncSequence & Sendable>(target: State<Value>, source: Source) -> Subscription
+where Source.Element == Value {
+    SequenceBinding.start(source, targetKey: target.key) { target.modify($0) }
+}
+
+/// Binds the writable projection `target` to an `AsyncSequence` (see `<~` for containers).
+public func <~ <Value: Equatable & Sendable, Source: AsyncSequence & Sendable>(
+    target: MutableObserved<Value>,
+    source: Source
+) -> Subscription where Source.Element == Value {
+    SequenceBinding.start(source, targetKey: target.key) { target.modify($0) }
+}

@@ -75,6 +75,16 @@ public class Observed<Value> {
     public subscript<Part: Equatable>(dynamicMember path: KeyPath<Value, Part>) -> Observed<Part> {
         observe(path)
     }
+
+    /// A view of this value that holds it until `isDuplicate` says a new value differs from the
+    /// one it holds: a custom equality for projected values.
+    ///
+    /// ```swift
+    /// let items = cart.items.removingDuplicates { $0.count == $1.count }   // told of size changes
+    /// ```
+    public func removingDuplicates(by isDuplicate: @escaping @Sendable (Value, Value) -> Bool) -> Observed<Value> {
+        Observed(DerivedProjection(node: dedupNode(by: isDuplicate)))
+    }
 }
 
 extension Observed: @unchecked Sendable where Value: Sendable {}

@@ -117,7 +117,8 @@ final class TransactionLog {
     /// touch the same containers cannot deadlock; checks each version; stores every working copy
     /// that differs from its start as one new version; then hands each change to the dispatcher
     /// while this thread counts as delivering, so that nothing is delivered before every lock is
-    /// released, and delivers them after.
+    /// released, and delivers them after, with the log already uninstalled: handlers read and
+    /// write the containers, not the finished transaction's working copies.
     /// - Returns: `false` if a container changed since it was read: nothing was applied.
     func commit() -> Bool {
         var touched = entries.sorted { $0.key < $1.key }.map(\.value)
@@ -150,6 +151,8 @@ final class TransactionLog {
                 touched[index].container.unlockAfterCommit()
             }
         }
+        // Handlers run outside the transaction: what they read and write is the containers'.
+        TransactionLog.install(nil)
         if isOutermostDelivery { context.endOutermost() }
         return true
     }

@@ -69,6 +69,16 @@ private struct Refused: Error, Equatable {}
         subscriptions.forEach { $0.cancel() }
     }
 
+    @Test func aHandlerWritingAfterTheCommitWritesForReal() {
+        let a = MonitoredState(0, key: uniqueKey("a"))
+        let echo = MonitoredState(0, key: uniqueKey("echo"))
+        let subscription = a.subscribe { echo.modify($0 * 10) }
+        withStateTransaction { a.modify(4) }
+        #expect(echo.value == 40)
+        #expect(echo.version == 1)
+        subscription.cancel()
+    }
+
     @Test func containerEqualAtTheEndToItsStartIsNotChanged() {
         let a = MonitoredState(3, key: uniqueKey("a"))
         let values = a.record()

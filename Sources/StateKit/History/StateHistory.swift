@@ -1,0 +1,153 @@
+import Observation
+
+/// Undo and redo across containers: each change, or transaction, of the tracked containers is one
+/// step.
+///
+/// ```swift
+/// let title = MonitoredState("Draft", key: "title")
+/// let tags = MonitoredState<Set<String>>([], key: "tags")
+/// let history = StateHistory(tracking: title, tags, limit: 100)
+///
+/// title ~> "Final"                      // one step
+/// withStateTransaction {                // one step
+///     title ~> "Published"
+///     tags ~> { $0.insert("news") }
+/// }
+/// history.undo()                        // title "Final", tags [] again, as one transaction
+/// history.redo()                        // title "Published", tags ["news"]
+/// ```
+///
+/// - ``undo()`` restores the values from before the last step as one transaction, ``redo()``
+///   re-applies it; the changes they make are not new steps.
+/// - A new change after an undo clears the steps ``redo()`` would re-apply.
+/// - Only the last `limit` steps are kept; older ones are forgotten.
+/// - ``canUndo`` and ``canRedo`` are observable: reading them in `withObservationTracking` (or a
+///   SwiftUI view) tracks them.
+///
+/// The history learns of a step when its changes are delivered, and records the tracked values
+/// as they are then (read as one snapshot). Changes made by other threads while it records one
+/// step may join that step, and a change that lands while ``undo()`` or ``redo()`` is applying
+/// joins theirs, so is not a step of its own.
+///
+/// - Complexity: Recording a step reads every tracked container, O(*n*) for *n* containers, and
+///   forgetting the oldest step is O(`limit`).
+/// - Note: All operations on `StateHistory` are thread-safe. It holds its containers; they hold
+///   nothing of it beyond its subscriptions to them, which end when it is released.
+public final class StateHistory: @unchecked Sendable {
+    /// Whether there are steps to undo or redo.
+    struct Availability: Equatable {
+        var canUndo = false
+        var canRedo = false
+    }
+
+    private let containers: [TrackedContainer]
+    private let limit: Int
+    private let lock = Lock()
+    /// Guarded by `lock`, as are the stacks.
+    private var last: HistorySnapshot
+    private var undoSteps: [HistoryStep] = []
+    private var redoSteps: [HistoryStep] = []
+    private var watches: [Subscription] = []
+    private let availability: MonitoredState<Availability>
+
+    /// Starts recording the changes of `containers` as steps, keeping the last `limit`.
+    ///
+    /// - Parameters:
+    ///   - containers: The containers to track; their current values are the starting point.
+    ///   - limit: How many steps to keep; at least 1.
+    public init<each Value>(tracking containers: repeat MonitoredState<each Value>, limit: Int = 100) {
+        precondition(limit >= 1, "StateHistory: limit must be at least 1, not \(limit)")
+        var tracked: [TrackedContainer] = []
+        for container in repeat each containers { tracked.append(TrackedContainer(container)) }
+        self.containers = tracked
+        self.limit = limit
+        self.last = HistorySnapshot.take(of: tracked)
+        self.availability = MonitoredState(
+            Availability(), key: "history(\(tracked.map(\.key).joined(separator: ", ")))")
+        watches = tracked.map { container in container.watch { [weak self] in self?.containersChanged() } }
+    }
+
+    /// Whether ``undo()`` has a step to undo.
+    public var canUndo: Bool {
+        availability.value.canUndo
+    }
+
+    /// Whether ``redo()`` has a step to re-apply.
+    public var canRedo: Bool {
+        availability.value.canRedo
+    }
+
+    /// Restores the tracked containers' values from before the last step, as one transaction.
+    ///
+    /// If a container's validator refuses a value, nothing changes, the step stays, and the
+    /// refusal is reported to ``StateDiagnostics``.
+    ///
+    /// - Returns: Whether a step was undone.
+    @discardableResult
+    public func undo() -> Bool {
+        move(from: \.undoSteps, to: \.redoSteps, applying: \.before)
+    }
+
+    /// Re-applies the last step undone, as one transaction.
+    ///
+    /// - Returns: Whether a step was redone.
+    @discardableResult
+    public func redo() -> Bool {
+        move(from: \.redoSteps, to: \.undoSteps, applying: \.after)
+    }
+
+    /// A tracked container changed: record what changed since the last snapshot as one step.
+    private func containersChanged() {
+        let delivery = DeferredDelivery.begin()
+        lock.lock()
+        let now = HistorySnapshot.take(of: containers)
+        var changes: [HistoryStep.Change] = []
+        for index in containers.indices where now.versions[index] != last.versions[index] {
+            changes.append(HistoryStep.Change(index: index, before: last.values[index], after: now.values[index]))
+        }
+        if !changes.isEmpty {
+            undoSteps.append(HistoryStep(changes: changes))
+            if undoSteps.count > limit { undoSteps.removeFirst() }
+            redoSteps.removeAll()
+            last = now
+            publishAvailabilityLocked()
+        }
+        lock.unlock()
+        delivery.end()
+    }
+
+    private func move(
+        from source: ReferenceWritableKeyPath<StateHistory, [HistoryStep]>,
+        to destination: ReferenceWritableKeyPath<StateHistory, [HistoryStep]>,
+        applying side: KeyPath<HistoryStep.Change, Any>
+    ) -> Bool {
+        let delivery = DeferredDelivery.begin()
+        defer { delivery.end() }
+        lock.lock()
+        defer { lock.unlock() }
+        guard let step = self[keyPath: source].last else { return false }
+        do {
+            try withStateTransaction {
+                for change in step.changes { try containers[change.index].write(change[keyPath: side]) }
+            }
+        } catch let rejection as RejectedWriteError {
+            rejection.report()
+            return false
+        } catch {
+            preconditionFailure("StateHistory: unexpected error \(error)")
+        }
+        self[keyPath: source].removeLast()
+        self[keyPath: destination].append(step)
+        // The transaction's changes are delivered after `delivery.end()`: by then this snapshot
+        // includes them, so they are not recorded as a step.
+        last = HistorySnapshot.take(of: containers)
+        publishAvailabilityLocked()
+        return true
+    }
+
+    private func publishAvailabilityLocked() {
+        availability.modify(Availability(canUndo: !undoSteps.isEmpty, canRedo: !redoSteps.isEmpty))
+    }
+}
+
+extension StateHistory: Observable {}

@@ -1,0 +1,33 @@
+/// What derived states computed from container projections watch: the container for a view of
+/// the whole of it, the group of its key path for a part, so that writes elsewhere in the
+/// container do not make the derived state compute again.
+extension WholeProjection {
+    var derivationInputs: [DerivationInput] {
+        let root = self.root
+        return [
+            DerivationInput(leaf: root, id: ObjectIdentifier(root)) { changed in
+                root.addSubscriber(queue: nil, handler: .value { _ in changed() }, sendsCurrentValue: false)
+            }
+        ]
+    }
+
+    func readUntracked() -> Root { root.untrackedValue }
+}
+
+extension KeyPathProjection {
+    var derivationInputs: [DerivationInput] {
+        let root = self.root
+        let path = self.path
+        return [
+            DerivationInput(leaf: root, id: [ObjectIdentifier(root) as AnyHashable, path]) { changed in
+                root.addSubscriber(to: path, queue: nil, handler: .value { _ in changed() }, sendsCurrentValue: false)
+            }
+        ]
+    }
+}
+
+extension WritableKeyPathProjection {
+    var derivationInputs: [DerivationInput] {
+        KeyPathProjection(root: root, path: path).derivationInputs
+    }
+}
