@@ -53,6 +53,13 @@ open class MonitoredState<Value>: State<Value> {
         self.validator = validator
     }
 
+    /// Makes `validator` guard every later write, for subclasses whose initialisers take one.
+    final func installValidator(
+        _ validator: @escaping @Sendable (_ current: Value, _ proposed: Value) throws -> Void
+    ) {
+        lock.withLock { self.validator = validator }
+    }
+
     /// Replaces the value, throwing ``RejectedWriteError`` if the validator refuses;
     /// equal values change nothing.
     public func set(_ newValue: Value) throws {

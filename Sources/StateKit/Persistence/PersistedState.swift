@@ -52,6 +52,29 @@ open class PersistedState<Value: Codable & Sendable>: MonitoredState<Value> {
         if let link { join(link, as: self) }
     }
 
+    /// Creates a container as ``init(_:key:storage:)`` does, whose writes must pass `validator`
+    /// (see ``MonitoredState/init(_:key:validator:)``).
+    ///
+    /// ```swift
+    /// struct OutOfRange: Error {}
+    /// let volume = PersistedState(5, key: "volume", storage: .inMemory) { _, proposed in
+    ///     guard (0...10).contains(proposed) else { throw OutOfRange() }
+    /// }
+    /// ```
+    ///
+    /// The stored value it starts from is not validated. Values that arrive from the key's other
+    /// containers or from outside the process are writes like any other: one the validator
+    /// refuses is reported (``StateDiagnostic/Kind/rejectedWrite``) and this container keeps its value.
+    public convenience init(
+        _ defaultValue: Value,
+        key: String,
+        storage: any StateStorage,
+        validator: @escaping @Sendable (_ current: Value, _ proposed: Value) throws -> Void
+    ) {
+        self.init(defaultValue, key: key, storage: storage)
+        installValidator(validator)
+    }
+
     /// Shares the change with the key's other containers and schedules its save, then announces it.
     ///
     /// StateKit calls it after every change; call it yourself after changing a reference-type

@@ -34,6 +34,19 @@ public struct Persisted<Value: Codable & Sendable>: Sendable {
         projectedValue = PersistedState(wrappedValue, key: key, storage: storage)
     }
 
+    /// Stores the property under `key` in `storage`, with writes guarded by `validator` (see
+    /// ``PersistedState/init(_:key:storage:validator:)``). A setter cannot throw: a refused write
+    /// leaves the value as it was and is reported as ``StateDiagnostic/Kind/rejectedWrite``; use
+    /// `$property.set(_:)` to get the error.
+    public init(
+        wrappedValue: Value,
+        key: String,
+        storage: any StateStorage = .userDefaults(),
+        validator: @escaping @Sendable (_ current: Value, _ proposed: Value) throws -> Void
+    ) {
+        projectedValue = PersistedState(wrappedValue, key: key, storage: storage, validator: validator)
+    }
+
     /// Stores the property in an existing container, to share it between models.
     public init(_ container: PersistedState<Value>) {
         projectedValue = container

@@ -35,6 +35,18 @@ public struct Synced<Value: Sendable>: Sendable {
         projectedValue = SyncedState(wrappedValue, key: key, storage: storage, sinks: sinks)
     }
 
+    /// A property whose changes go to `sinks`, with writes guarded by `validator` (see
+    /// ``SyncedState/init(_:key:sinks:validator:)``); a refused write through the setter is
+    /// reported as ``StateDiagnostic/Kind/rejectedWrite`` and reaches no sink.
+    public init(
+        wrappedValue: Value,
+        key: String,
+        sinks: [any StateSink<Value>],
+        validator: @escaping @Sendable (_ current: Value, _ proposed: Value) throws -> Void
+    ) {
+        projectedValue = SyncedState(wrappedValue, key: key, sinks: sinks, validator: validator)
+    }
+
     /// Stores the property in an existing container, to share it between models.
     public init(_ container: SyncedState<Value>) {
         projectedValue = container

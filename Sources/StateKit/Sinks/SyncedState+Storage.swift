@@ -38,6 +38,20 @@ extension SyncedState where Value: Codable {
         self.init(defaultValue, key: key, storage: storage, sinks: sinks())
     }
 
+    /// Creates a persisted container as ``init(_:key:storage:sinks:)-(_,_,_,[StateSink<Value>])``
+    /// does, whose writes must pass `validator`; see
+    /// ``PersistedState/init(_:key:storage:validator:)`` for what it means for shared and outside values.
+    public convenience init(
+        _ defaultValue: Value,
+        key: String,
+        storage: any StateStorage,
+        sinks: [any StateSink<Value>],
+        validator: @escaping @Sendable (_ current: Value, _ proposed: Value) throws -> Void
+    ) {
+        self.init(defaultValue, key: key, storage: storage, sinks: sinks)
+        installValidator(validator)
+    }
+
     /// Whether the container saves its changes; `false` when it was created without storage, or
     /// as for ``PersistedState/isPersisting``.
     public var isPersisting: Bool {

@@ -117,6 +117,25 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
         self.init(defaultValue, key: key, sinks: sinks())
     }
 
+    /// Creates a container as ``init(_:key:sinks:)-(_,_,[StateSink<Value>])`` does, whose writes must pass `validator`
+    /// (see ``MonitoredState/init(_:key:validator:)``); refused writes reach no sink.
+    ///
+    /// ```swift
+    /// struct NotPositive: Error {}
+    /// let quantity = SyncedState(1, key: "quantity", sinks: [LoggingSink()]) { _, proposed in
+    ///     guard proposed > 0 else { throw NotPositive() }
+    /// }
+    /// ```
+    public convenience init(
+        _ defaultValue: Value,
+        key: String,
+        sinks: [any StateSink<Value>],
+        validator: @escaping @Sendable (_ current: Value, _ proposed: Value) throws -> Void
+    ) {
+        self.init(defaultValue, key: key, sinks: sinks)
+        installValidator(validator)
+    }
+
     deinit {
         sinkSubscription?.cancel()
         for pipeline in pipelines { pipeline.close() }

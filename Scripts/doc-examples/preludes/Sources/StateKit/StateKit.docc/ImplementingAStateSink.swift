@@ -1,8 +1,5 @@
 // Hidden setup for the examples of ImplementingAStateSink.md (see Scripts/check-doc-examples.sh).
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 actor Mirror {
     func store(_ value: String) async throws {}
