@@ -114,11 +114,7 @@ open class PersistedState<Value: Codable & Sendable>: MonitoredState<Value> {
     /// error is then in ``saveError`` and reported as ``StateDiagnostic/Kind/storageFailed``, and
     /// the save is retried later in the background.
     public func flush() {
-        guard let link else { return }
-        // The newest change may still be queued behind another thread's delivery: hand it over
-        // now rather than when it is delivered.
-        shareNewestChange(link: link)
-        link.storedValue.flush()
+        if let link { flushStoredValue(link: link) }
     }
 }
 

@@ -60,6 +60,15 @@ extension State {
         link.storedValue.share(newValue, sequence: sequence, from: self)
     }
 
+    /// Saves the container's newest value now, retrying a failed save (see ``StoredValue/flush()``).
+    ///
+    /// The newest change may still be queued behind another thread's delivery, so it is handed
+    /// over here rather than when it is delivered.
+    final func flushStoredValue(link: StoredValueLink<Value>) {
+        shareNewestChange(link: link)
+        link.storedValue.flush()
+    }
+
     /// Joins `link`'s stored value, applying anything it missed since it read its first value.
     final func join(_ link: StoredValueLink<Value>, as member: any StoredValueMember<Value>) {
         if let (missed, sequence) = link.storedValue.add(member, seen: link.appliedSequence) {

@@ -92,7 +92,7 @@ open class UserDefaultsState<Value>: MonitoredState<Value> {
     /// On Apple platforms `UserDefaults` saves by itself; on Linux, swift-corelibs-foundation
     /// writes a suite's file only when it is synchronized, so call this before the process exits.
     public func flush() {
-        link?.storedValue.flush()
+        if let link { flushStoredValue(link: link) }
         defaults.synchronize()
     }
 }

@@ -151,10 +151,7 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
     /// (see ``statistics``). Use ``flush(timeout:)`` to bound the wait.
     public func flush() async {
         await deliveredBarrier()
-        if let link {
-            shareNewestChange(link: link)
-            link.storedValue.flush()
-        }
+        if let link { flushStoredValue(link: link) }
         for pipeline in pipelines {
             if Task.isCancelled { return }
             await pipeline.flush()

@@ -128,6 +128,19 @@ struct TemporaryDefaults {
         #expect(suite.defaults.dictionaryRepresentation().keys.contains { $0.hasPrefix("\(key).corrupt-") })
     }
 
+    @Test func flushAfterConcurrentWritersStoresTheNewestValue() {
+        let suite = TemporaryDefaults()
+        defer { suite.cleanUp() }
+        let counter = UserDefaultsState(0, key: "counter", defaults: suite.defaults)
+        let subscription = counter.subscribe { _ in }
+        DispatchQueue.concurrentPerform(iterations: 4) { _ in
+            for _ in 0..<500 { counter.modify { $0 += 1 } }
+        }
+        counter.flush()
+        #expect(suite.defaults.integer(forKey: "counter") == 2_000)
+        subscription.cancel()
+    }
+
     @Test func concurrentWritersLeaveTheNewestValueStored() {
         let suite = TemporaryDefaults()
         defer { suite.cleanUp() }
