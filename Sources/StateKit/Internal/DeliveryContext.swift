@@ -8,10 +8,22 @@ import Musl
 import Bionic
 #endif
 
-/// A container whose pending changes a thread has promised to deliver.
+/// A container whose pending changes a thread has promised to deliver, with the function that
+/// delivers them.
+///
+/// The function is made where the write was scheduled, in code specialised for the container's
+/// value type, so draining the trampoline runs specialised code too (through a protocol witness
+/// it ran the generic dispatcher, which looked up generic metadata for every queued type).
 @usableFromInline
-protocol PendingDelivery: AnyObject {
-    func deliverQueued(in context: DeliveryContext)
+struct PendingDelivery {
+    let container: AnyObject
+    let deliver: (AnyObject, DeliveryContext) -> Void
+
+    @usableFromInline
+    init(container: AnyObject, deliver: @escaping (AnyObject, DeliveryContext) -> Void) {
+        self.container = container
+        self.deliver = deliver
+    }
 }
 
 /// Per-thread delivery bookkeeping: the trampoline that keeps handler-triggered writes flat.
@@ -37,7 +49,7 @@ struct DeliveryContext {
         @usableFromInline
         var recentKeys: [String] = []
         @usableFromInline
-        var queue = FIFOQueue<any PendingDelivery>()
+        var queue = FIFOQueue<PendingDelivery>()
     }
 
     /// Identifies a thread's context, so a deliverer can tell the deliveries its own thread
@@ -79,7 +91,7 @@ struct DeliveryContext {
         nonmutating _modify { yield &fields.pointee.recentKeys }
     }
 
-    private var queue: FIFOQueue<any PendingDelivery> {
+    private var queue: FIFOQueue<PendingDelivery> {
         _read { yield fields.pointee.queue }
         nonmutating _modify { yield &fields.pointee.queue }
     }
@@ -113,8 +125,8 @@ struct DeliveryContext {
 
     /// Queues a container this thread has claimed; the outermost delivery drains it.
     @usableFromInline
-    func enqueue(_ container: any PendingDelivery) {
-        queue.append(container)
+    func enqueue(_ delivery: PendingDelivery) {
+        queue.append(delivery)
     }
 
     /// Marks this thread as delivering; ``endOutermost()`` must follow.
@@ -139,7 +151,7 @@ struct DeliveryContext {
     @usableFromInline
     func drainAndEnd() {
         while let next = queue.popFirst() {
-            next.deliverQueued(in: self)
+            next.deliver(next.container, self)
         }
         if !recentKeys.isEmpty { recentKeys.removeAll() }
         depth = 0

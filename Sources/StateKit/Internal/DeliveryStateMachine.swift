@@ -58,6 +58,7 @@ struct DeliveryStateMachine<Value> {
     /// the limit itself made every contended write block (8 threads making 800,000 changes took 4x
     /// as long); resuming at half made a waiting writer wait for up to 512 deliveries (over 250 ms
     /// with a 20 µs handler under ThreadSanitizer). At 7/8 a writer waits for at most 128.
+    @usableFromInline
     static var resumeLimit: Int { pendingLimit - pendingLimit / 8 }
 
     /// What waits for the deliverer, in version order.
@@ -70,6 +71,7 @@ struct DeliveryStateMachine<Value> {
     /// a global one: it gets a thread even when every thread of the global pool is blocked (on
     /// Linux that pool is as wide as the machine, and writers waiting at the limit would starve
     /// the deliverer they wait for).
+    @usableFromInline
     var overflowQueue: DispatchQueue?
 
     init() {}
@@ -141,17 +143,17 @@ struct DeliveryStateMachine<Value> {
     ///     its first calls), and hands the rest to the overflow deliverer.
     ///   - isOverflow: Whether the caller is the overflow deliverer, which delivers every item.
     ///   - claim: The container's claim, which the caller holds.
-    @usableFromInline
+    @inlinable
     mutating func next(for origin: DeliveryContext.ID, isOverflow: Bool, claim: borrowing DeliveryClaim) -> Next {
-        guard let head = queue.first else {
+        guard !queue.isEmpty else {
             claim.take()
             return .retry
         }
-        guard isOverflow || head.origin == origin else {
+        guard isOverflow || queue.firstSatisfies({ $0.origin == origin }) else {
             if overflowQueue == nil { overflowQueue = DispatchQueue(label: "StateKit.overflow-delivery") }
             return .handOff(overflowQueue!)
         }
-        _ = queue.popFirst()
+        let head = queue.popFirst()!
         if queue.isEmpty { claim.take() }
         var woken: [DispatchSemaphore] = []
         if !waitingWriters.isEmpty && queue.count <= Self.resumeLimit {

@@ -37,11 +37,19 @@ struct FIFOQueue<Element> {
     @inlinable
     mutating func popFirst() -> Element? {
         guard head < slots.count else { return nil }
-        let element = slots[head]
-        slots[head] = nil
+        var element: Element?
+        swap(&element, &slots[head])
         head += 1
         compactIfWorthIt()
         return element
+    }
+
+    /// Whether there is an oldest element and it satisfies `predicate`, which sees it in place
+    /// (a large element is not copied to be looked at).
+    @inlinable
+    func firstSatisfies(_ predicate: (borrowing Element) -> Bool) -> Bool {
+        guard head < slots.count else { return false }
+        return slots.withUnsafeBufferPointer { predicate($0[head].unsafelyUnwrapped) }
     }
 
     /// Takes up to `maximumCount` of the oldest elements, oldest first.

@@ -75,6 +75,7 @@ extension State: SubscriberOwner {
 
     /// Checks, in debug builds, that the delivery claim matches the queue and that the fast-path
     /// flags match the audience. Called with the lock held.
+    @usableFromInline
     final func checkInvariantsLocked() {
         #if DEBUG
         fields.pointee.delivery.checkInvariants(claim: deliveryClaim)

@@ -15,7 +15,7 @@ import Foundation
 ///   delivery: no recursion, no stack growth.
 /// - Each queued change remembers its chain depth; a change past
 ///   ``StateDiagnostics/maximumChainDepth`` is written but not delivered, which ends a cycle.
-extension State: PendingDelivery {
+extension State {
     /// Delivers the change at the current version.
     ///
     /// The common case (nobody delivering, not inside a handler, no hook, no write observer) is
@@ -130,7 +130,10 @@ extension State: PendingDelivery {
             context.endOutermost()
         case .deliverAfterCurrentDelivery:
             lock.unlock()
-            context.enqueue(self)
+            context.enqueue(
+                PendingDelivery(container: self) { container, context in
+                    unsafeDowncast(container, to: State<Value>.self).deliverQueued(in: context)
+                })
         case .queued:
             lock.unlock()
         case .queuedAtLimit(let roomForMore):
@@ -153,7 +156,7 @@ extension State: PendingDelivery {
     /// Takes the next step the state machine gives a deliverer that found items queued.
     ///
     /// - Returns: `false` if the claim went to the overflow deliverer.
-    @usableFromInline
+    @inlinable
     final func deliverNextQueued(in context: DeliveryContext, isOverflow: Bool) -> Bool {
         lock.lock()
         let next = fields.pointee.delivery.next(for: context.id, isOverflow: isOverflow, claim: deliveryClaim)
@@ -176,6 +179,7 @@ extension State: PendingDelivery {
     }
 
     /// Delivers the backlog other threads queued, on `queue`, until it is empty.
+    @usableFromInline
     final func startOverflowDelivery(on queue: DispatchQueue) {
         let container = UncheckedSendable(self)
         queue.async {
@@ -201,7 +205,7 @@ extension State: PendingDelivery {
 
     @inlinable
     final func deliver(_ change: PendingChange<Value>, to audience: Audience<Value>, in context: DeliveryContext) {
-        if change.depth > 0 && !admitChainStep(change, in: context) { return }
+        if change.depth > 0 && !admitChainStep(depth: change.depth, version: change.version, in: context) { return }
         context.depth = change.depth
         if runsHook && !change.isAnnouncedByHand {
             let saved = context.containerRunningHook
@@ -213,11 +217,14 @@ extension State: PendingDelivery {
     }
 
     /// Whether a handler-triggered change may be delivered, or is the step that closes a cycle.
+    ///
+    /// Takes the change's depth and version, not the change: code that is not specialised for
+    /// `Value` would look up `PendingChange<Value>`'s metadata on every call.
     @usableFromInline
-    final func admitChainStep(_ change: PendingChange<Value>, in context: DeliveryContext) -> Bool {
+    final func admitChainStep(depth: Int, version: UInt64, in context: DeliveryContext) -> Bool {
         let limit = StateDiagnostics.maximumChainDepth
-        if change.depth + 16 > limit { context.noteChainStep(key) }
-        guard change.depth > limit else { return true }
+        if depth + 16 > limit { context.noteChainStep(key) }
+        guard depth > limit else { return true }
         var keys: [String] = []
         for key in context.recentKeys where !keys.contains(key) { keys.append(key) }
         if !keys.contains(key) { keys.append(key) }
@@ -225,8 +232,8 @@ extension State: PendingDelivery {
             StateDiagnostic(
                 kind: .cycle,
                 keys: keys,
-                message: "containers kept updating each other: \(change.depth) handler-triggered writes in a row "
-                    + "exceeded StateDiagnostics.maximumChainDepth (\(limit)); version \(change.version) of '\(key)' "
+                message: "containers kept updating each other: \(depth) handler-triggered writes in a row "
+                    + "exceeded StateDiagnostics.maximumChainDepth (\(limit)); version \(version) of '\(key)' "
                     + "was written but not delivered, which ends the cycle"
             )
         )
