@@ -213,7 +213,7 @@ final class DerivedNode<Value>: @unchecked Sendable {
             let value = evaluate()
             let log = TransactionLog.current!
             for index in leaves.indices {
-                versions[index] = log.entries[ObjectIdentifier(leaves[index])]!.firstVersion
+                versions[index] = log.firstVersion(of: ObjectIdentifier(leaves[index]))!
             }
             return value
         }

@@ -31,7 +31,7 @@ struct HistorySnapshot {
         withStateTransaction {
             let values = containers.map { $0.read() }
             let log = TransactionLog.current!
-            return HistorySnapshot(values: values, versions: containers.map { log.entries[$0.id]!.firstVersion })
+            return HistorySnapshot(values: values, versions: containers.map { log.firstVersion(of: $0.id)! })
         }
     }
 }

@@ -1,23 +1,69 @@
 /// How a container reads and writes inside a transaction: through the thread's
 /// ``TransactionLog``, never the container itself, until the commit.
+///
+/// Inlinable, so that the entry of a container, and the operations the commit runs on it, are
+/// made in code specialised for its value type.
 extension State: TransactionParticipant {
     /// The value as the open transaction sees it: its own working copy, or, on the first touch,
     /// the container's value, which the log records with its version.
-    @usableFromInline
+    @inlinable
     final func transactionalValue(in log: TransactionLog) -> Value {
-        entry(in: log).working as! Value
+        entry(in: log).working
     }
 
-    private func entry(in log: TransactionLog) -> TransactionEntry {
-        let id = ObjectIdentifier(self)
-        if let entry = log.entries[id] { return entry }
+    @inlinable
+    final func entry(in log: TransactionLog) -> TypedTransactionEntry<Value> {
+        if let entry = log.entry(for: ObjectIdentifier(self)) { return unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self) }
         lock.lock()
         let value = storedValue
         let version = storedVersion
         lock.unlock()
-        let entry = TransactionEntry(container: self, firstVersion: version, original: value, working: value)
-        log.entries[id] = entry
+        let entry = TypedTransactionEntry(
+            container: self, firstVersion: version, value: value, operations: transactionOperations)
+        log.add(entry)
         return entry
+    }
+
+    /// What the commit does with this container's entry.
+    @inlinable
+    final var transactionOperations: TransactionOperations {
+        TransactionOperations(
+            isUnchanged: { entry in
+                let entry = unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)
+                let state = unsafeDowncast(entry.container, to: State<Value>.self)
+                guard !entry.isAnnounced, let isEqual = state.isEqual else { return false }
+                return isEqual(entry.original, entry.working)
+            },
+            applyLocked: { entry in
+                let entry = unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)
+                let state = unsafeDowncast(entry.container, to: State<Value>.self)
+                if state.wantsChangeRecords { entry.replaced = state.storedValue }
+                state.storedValue = entry.working
+                state.storedVersion &+= 1
+            },
+            publishAndUnlock: { entry, context in
+                let entry = unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)
+                let state = unsafeDowncast(entry.container, to: State<Value>.self)
+                guard state.hasAudience else {
+                    state.lock.unlock()
+                    return
+                }
+                state.scheduleChangeAndUnlock(oldValue: entry.replaced, announcedByHand: false, in: context)
+            },
+            revert: { entry in
+                let entry = unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)
+                entry.working = entry.original
+            },
+            checkpoint: { entry in
+                let entry = unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)
+                let (working, isWritten, isAnnounced) = (entry.working, entry.isWritten, entry.isAnnounced)
+                return {
+                    entry.working = working
+                    entry.isWritten = isWritten
+                    entry.isAnnounced = isAnnounced
+                }
+            }
+        )
     }
 
     /// Writes to the transaction's working copy: `write(unlessAlready:_:)` and
@@ -26,77 +72,60 @@ extension State: TransactionParticipant {
     /// The validator checks the working copy against the proposed value at once, so `set` and
     /// `update` throw its refusal inside the body. A throwing body leaves its partial changes, as
     /// outside a transaction, unless there is a validator.
-    @usableFromInline
+    @inlinable
     final func writeInTransaction<Result>(
         _ log: TransactionLog,
         rejection: inout RejectedWriteError?,
         unlessAlready isUnchanged: (Value) -> Bool,
         _ body: (inout Value) throws -> Result
     ) rethrows -> Result? {
-        var entry = entry(in: log)
-        let current = entry.working as! Value
-        if isUnchanged(current) { return nil }
+        let entry = entry(in: log)
+        if isUnchanged(entry.working) { return nil }
         let validator = lock.withLock { self.validator }
-        var proposed = current
-        var isFinished = false
-        defer {
-            if isFinished || validator == nil {
+        // A copy, not `&entry.working`: the body may read the container, which reads the entry.
+        var proposed = entry.working
+        guard let validator else {
+            defer {
                 entry.working = proposed
                 entry.isWritten = true
-                log.entries[ObjectIdentifier(self)] = entry
             }
+            return try body(&proposed)
         }
         let result = try body(&proposed)
-        if let validator {
-            do {
-                try validator(current, proposed)
-            } catch {
-                rejection = RejectedWriteError(key: key, reason: error)
-                return result
-            }
+        do {
+            try validator(entry.working, proposed)
+        } catch {
+            rejection = RejectedWriteError(key: key, reason: error)
+            return result
         }
-        isFinished = true
+        entry.working = proposed
+        entry.isWritten = true
         return result
     }
 
     /// ``didModify()`` inside a transaction: the container gets a change at the commit, even if
     /// its value compares equal (a reference mutated in place).
     final func announceInTransaction(_ log: TransactionLog) {
-        var entry = entry(in: log)
+        let entry = entry(in: log)
         entry.isWritten = true
         entry.isAnnounced = true
-        log.entries[ObjectIdentifier(self)] = entry
     }
 
+    @usableFromInline
     func lockForCommit() { lock.lock() }
 
+    @usableFromInline
     func unlockAfterCommit() { lock.unlock() }
 
+    @usableFromInline
     var versionLocked: UInt64 { storedVersion }
 
-    func isUnchanged(_ entry: TransactionEntry) -> Bool {
-        guard !entry.isAnnounced, let isEqual else { return false }
-        return isEqual(entry.original as! Value, entry.working as! Value)
-    }
-
-    func applyLocked(_ entry: inout TransactionEntry) {
-        if wantsChangeRecords { entry.replaced = storedValue }
-        storedValue = entry.working as! Value
-        storedVersion &+= 1
-    }
-
-    func publishCommittedAndUnlock(_ entry: TransactionEntry, in context: DeliveryContext) {
-        guard hasAudience else {
-            lock.unlock()
-            return
-        }
-        scheduleChangeAndUnlock(oldValue: entry.replaced as? Value, announcedByHand: false, in: context)
-    }
-
+    @usableFromInline
     func willCommit() {
         observation.unretained?._withUnsafeGuaranteedRef { $0.willSet() }
     }
 
+    @usableFromInline
     func didCommit() {
         observation.unretained?._withUnsafeGuaranteedRef { $0.didSet() }
     }

@@ -34,35 +34,15 @@ extension State {
     }
 }
 
-/// A container as a transaction sees it: the value it read first, the working copy its writes
-/// made, and the version it saw, type-erased so that one log holds containers of any value type.
-struct TransactionEntry {
-    let container: any TransactionParticipant
-    /// The container's version when the transaction first touched it; the commit checks that it
-    /// is still the version, or runs the body again.
-    let firstVersion: UInt64
-    let original: Any
-    var working: Any
-    var isWritten = false
-    /// Whether the body called ``State/didModify()``: a change even if the value compares equal.
-    var isAnnounced = false
-    /// The value the commit replaced, kept for change records when a subscriber wants them.
-    var replaced: Any?
-}
-
-/// A container that can take part in a transaction; ``State`` is the one implementation.
+/// A container that can take part in a transaction; ``State`` is the one implementation. What
+/// depends on the value type is in the entry's ``TransactionOperations``.
+@usableFromInline
 protocol TransactionParticipant: AnyObject {
     /// Takes the container's lock, for the commit.
     func lockForCommit()
     func unlockAfterCommit()
     /// The current version. Call it with the lock held.
     var versionLocked: UInt64 { get }
-    /// Whether `working` equals `original` (always `false` for a `Value` that is not `Equatable`).
-    func isUnchanged(_ entry: TransactionEntry) -> Bool
-    /// Stores the entry's working copy as one new version. Call it with the lock held.
-    func applyLocked(_ entry: inout TransactionEntry)
-    /// Hands the change ``applyLocked(_:)`` made to the dispatcher, and unlocks.
-    func publishCommittedAndUnlock(_ entry: TransactionEntry, in context: DeliveryContext)
     /// Observation's `willSet` and `didSet`, around a commit that writes the container.
     func willCommit()
     func didCommit()
@@ -74,7 +54,14 @@ protocol TransactionParticipant: AnyObject {
 /// them all at once under every touched container's lock (see ``commit()``).
 @usableFromInline
 final class TransactionLog {
-    var entries: [ObjectIdentifier: TransactionEntry] = [:]
+    /// In the order the body first touched them.
+    @exclusivity(unchecked)
+    private(set) var entries: [TransactionEntry] = []
+    /// Where each container's entry is in `entries`, once there are too many to search.
+    @exclusivity(unchecked)
+    private var positions: [ObjectIdentifier: Int] = [:]
+
+    init() {}
 
     private static let threadKey: pthread_key_t = {
         var key = pthread_key_t()
@@ -95,19 +82,61 @@ final class TransactionLog {
         pthread_setspecific(threadKey, log.map { Unmanaged.passUnretained($0).toOpaque() })
     }
 
+    /// How many entries a log searches one by one before it keeps an index.
+    private static var searchLimit: Int { 8 }
+
+    /// The entry of the container `id` identifies, if the body touched it.
+    @usableFromInline
+    func entry(for id: ObjectIdentifier) -> TransactionEntry? {
+        if entries.count <= Self.searchLimit {
+            for entry in entries where ObjectIdentifier(entry.container) == id { return entry }
+            return nil
+        }
+        return positions[id].map { entries[$0] }
+    }
+
+    @usableFromInline
+    func add(_ entry: TransactionEntry) {
+        entries.append(entry)
+        if entries.count > Self.searchLimit {
+            if positions.isEmpty {
+                for (position, entry) in entries.enumerated() { positions[ObjectIdentifier(entry.container)] = position }
+            } else {
+                positions[ObjectIdentifier(entry.container)] = entries.count - 1
+            }
+        }
+    }
+
+    /// The version `container` had when the body first touched it.
+    func firstVersion(of id: ObjectIdentifier) -> UInt64? {
+        entry(for: id)?.firstVersion
+    }
+
+    /// Forgets every entry, before the body runs again.
+    func removeAll() {
+        entries.removeAll(keepingCapacity: true)
+        positions.removeAll()
+    }
+
+    /// What a nested body may undo: each entry's working copy as it is now, and how many there are.
+    struct Checkpoint {
+        let count: Int
+        let restores: [() -> Void]
+    }
+
+    func checkpoint() -> Checkpoint {
+        Checkpoint(count: entries.count, restores: entries.map { $0.operations.checkpoint($0) })
+    }
+
     /// Undoes what a nested body wrote: containers it touched first are kept as reads (so the
     /// commit still checks that what the outer body may have seen is current), with their
     /// working copies back at the value they were read with.
-    func rollBack(to saved: [ObjectIdentifier: TransactionEntry]) {
-        for (id, entry) in entries {
-            if let before = saved[id] {
-                entries[id] = before
-            } else {
-                var reverted = entry
-                reverted.working = entry.original
-                reverted.isWritten = false
-                entries[id] = reverted
-            }
+    func rollBack(to checkpoint: Checkpoint) {
+        for restore in checkpoint.restores { restore() }
+        for entry in entries[checkpoint.count...] {
+            entry.operations.revert(entry)
+            entry.isWritten = false
+            entry.isAnnounced = false
         }
     }
 
@@ -121,20 +150,17 @@ final class TransactionLog {
     /// write the containers, not the finished transaction's working copies.
     /// - Returns: `false` if a container changed since it was read: nothing was applied.
     func commit() -> Bool {
-        var touched = entries.sorted { $0.key < $1.key }.map(\.value)
-        let writes = touched.filter(\.isWritten)
-        for entry in writes { entry.container.willCommit() }
-        defer { for entry in writes { entry.container.didCommit() } }
+        let touched = entries.count < 2 ? entries : entries.sorted { ObjectIdentifier($0.container) < ObjectIdentifier($1.container) }
+        for entry in touched where entry.isWritten { entry.container.willCommit() }
+        defer { for entry in touched where entry.isWritten { entry.container.didCommit() } }
         for entry in touched { entry.container.lockForCommit() }
         guard touched.allSatisfy({ $0.container.versionLocked == $0.firstVersion }) else {
             for entry in touched.reversed() { entry.container.unlockAfterCommit() }
             return false
         }
-        var changed = [Bool](repeating: false, count: touched.count)
-        for index in touched.indices
-        where touched[index].isWritten && !touched[index].container.isUnchanged(touched[index]) {
-            touched[index].container.applyLocked(&touched[index])
-            changed[index] = true
+        for entry in touched where entry.isWritten && !entry.operations.isUnchanged(entry) {
+            entry.operations.applyLocked(entry)
+            entry.isChanged = true
         }
         let context = DeliveryContext.current
         let isOutermostDelivery = !context.isDelivering
@@ -144,11 +170,11 @@ final class TransactionLog {
             // (depth + 1); the transaction's changes start a chain, at depth 0.
             context.depth = -1
         }
-        for index in touched.indices {
-            if changed[index] {
-                touched[index].container.publishCommittedAndUnlock(touched[index], in: context)
+        for entry in touched {
+            if entry.isChanged {
+                entry.operations.publishAndUnlock(entry, context)
             } else {
-                touched[index].container.unlockAfterCommit()
+                entry.container.unlockAfterCommit()
             }
         }
         // Handlers run outside the transaction: what they read and write is the containers'.
@@ -161,7 +187,7 @@ final class TransactionLog {
 extension TransactionLog {
     /// Whether every container the body touched is still at the version it read.
     func isCurrent() -> Bool {
-        for entry in entries.values {
+        for entry in entries {
             entry.container.lockForCommit()
             let version = entry.container.versionLocked
             entry.container.unlockAfterCommit()

@@ -16,11 +16,11 @@ import Bionic
 /// body whose reads were all current is rethrown.
 func runTransaction<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
     if let log = TransactionLog.current {
-        let saved = log.entries
+        let checkpoint = log.checkpoint()
         do {
             return try body()
         } catch {
-            log.rollBack(to: saved)
+            log.rollBack(to: checkpoint)
             throw error
         }
     }
@@ -39,7 +39,7 @@ func runTransaction<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
         } catch {
             if log.isCurrent() { throw error }
         }
-        log.entries.removeAll(keepingCapacity: true)
+        log.removeAll()
         attempt += 1
         backOff(attempt)
     }

@@ -174,6 +174,41 @@ private struct Refused: Error, Equatable {}
         #expect(a.version == 1 && b.version == 1)
     }
 
+    /// Past a few containers the log keeps an index; reads, writes and a nested body's undo must
+    /// find every container's own entry through it.
+    @Test func aTransactionOverManyContainersFindsEachOnesEntry() {
+        let containers = (0..<40).map { MonitoredState($0, key: uniqueKey("c\($0)")) }
+        let changes = containers.map { $0.record() }
+        withStateTransaction {
+            for container in containers { container.modify { $0 += 100 } }
+            do {
+                try withStateTransaction {
+                    for container in containers.reversed() { container.modify { $0 += 1 } }
+                    let late = MonitoredState(0, key: uniqueKey("late"))
+                    late.modify(1)
+                    throw Refused()
+                }
+            } catch {}
+            for container in containers { container.modify { $0 *= 2 } }
+            #expect(containers.map(\.value) == (0..<40).map { ($0 + 100) * 2 })
+        }
+        #expect(containers.map(\.value) == (0..<40).map { ($0 + 100) * 2 })
+        #expect(containers.allSatisfy { $0.version == 1 })
+        #expect(changes.map(\.values.count) == Array(repeating: 2, count: 40))
+    }
+
+    /// A body may read the container it is modifying: inside a transaction that reads the working
+    /// copy (outside one, `modify`'s body runs under the container's lock).
+    @Test func aModifyBodyMayReadItsOwnContainerInsideATransaction() {
+        let a = State(1, key: uniqueKey("a"))
+        withStateTransaction {
+            a.modify { $0 = a.value + 10 }
+            a.modify { $0 = a.value * 2 }
+        }
+        #expect(a.value == 22)
+        #expect(a.version == 1)
+    }
+
     @Test func readOnlyTransactionIsASnapshotAndChangesNothing() {
         let a = MonitoredState(1, key: uniqueKey("a"))
         let b = MonitoredState(2, key: uniqueKey("b"))
