@@ -25,30 +25,38 @@ extension State: TransactionParticipant {
     }
 
     /// What the commit does with this container's entry.
+    ///
+    /// The entry keeps its container alive, so the functions reach it without retaining it
+    /// (a container that has weak references keeps its counts in a side table, and each retain
+    /// and release there cost about 200 instructions).
     @inlinable
     final var transactionOperations: TransactionOperations {
         TransactionOperations(
             isUnchanged: { entry in
                 let entry = unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)
-                let state = unsafeDowncast(entry.container, to: State<Value>.self)
-                guard !entry.isAnnounced, let isEqual = state.isEqual else { return false }
-                return isEqual(entry.original, entry.working)
+                guard !entry.isAnnounced else { return false }
+                return Self.withContainer(of: entry) { state in
+                    guard let isEqual = state.isEqual else { return false }
+                    return isEqual(entry.original, entry.working)
+                }
             },
             applyLocked: { entry in
                 let entry = unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)
-                let state = unsafeDowncast(entry.container, to: State<Value>.self)
-                if state.wantsChangeRecords { entry.replaced = state.storedValue }
-                state.storedValue = entry.working
-                state.storedVersion &+= 1
+                Self.withContainer(of: entry) { state in
+                    if state.wantsChangeRecords { entry.replaced = state.storedValue }
+                    state.storedValue = entry.working
+                    state.storedVersion &+= 1
+                }
             },
             publishAndUnlock: { entry, context in
                 let entry = unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)
-                let state = unsafeDowncast(entry.container, to: State<Value>.self)
-                guard state.hasAudience else {
-                    state.lock.unlock()
-                    return
+                Self.withContainer(of: entry) { state in
+                    guard state.hasAudience else {
+                        state.lock.unlock()
+                        return
+                    }
+                    state.scheduleChangeAndUnlock(oldValue: entry.replaced, announcedByHand: false, in: context)
                 }
-                state.scheduleChangeAndUnlock(oldValue: entry.replaced, announcedByHand: false, in: context)
             },
             revert: { entry in
                 let entry = unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)
@@ -64,6 +72,13 @@ extension State: TransactionParticipant {
                 }
             }
         )
+    }
+
+    /// Runs `body` on the entry's container, which the entry keeps alive, without retaining it.
+    @inlinable
+    static func withContainer<R>(of entry: TypedTransactionEntry<Value>, _ body: (State<Value>) -> R) -> R {
+        Unmanaged.passUnretained(unsafeDowncast(entry.container, to: State<Value>.self))
+            ._withUnsafeGuaranteedRef(body)
     }
 
     /// Writes to the transaction's working copy: `write(unlessAlready:_:)` and
