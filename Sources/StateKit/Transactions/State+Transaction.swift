@@ -13,7 +13,9 @@ extension State: TransactionParticipant {
 
     @inlinable
     final func entry(in log: TransactionLog) -> TypedTransactionEntry<Value> {
-        if let entry = log.entry(for: ObjectIdentifier(self)) { return unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self) }
+        if let entry = log.entry(for: ObjectIdentifier(self)) {
+            return unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)
+        }
         lock.lock()
         let value = storedValue
         let version = storedVersion

@@ -100,7 +100,9 @@ final class TransactionLog {
         entries.append(entry)
         if entries.count > Self.searchLimit {
             if positions.isEmpty {
-                for (position, entry) in entries.enumerated() { positions[ObjectIdentifier(entry.container)] = position }
+                for (position, entry) in entries.enumerated() {
+                    positions[ObjectIdentifier(entry.container)] = position
+                }
             } else {
                 positions[ObjectIdentifier(entry.container)] = entries.count - 1
             }
@@ -150,7 +152,9 @@ final class TransactionLog {
     /// write the containers, not the finished transaction's working copies.
     /// - Returns: `false` if a container changed since it was read: nothing was applied.
     func commit() -> Bool {
-        let touched = entries.count < 2 ? entries : entries.sorted { ObjectIdentifier($0.container) < ObjectIdentifier($1.container) }
+        let touched =
+            entries.count < 2
+            ? entries : entries.sorted { ObjectIdentifier($0.container) < ObjectIdentifier($1.container) }
         for entry in touched where entry.isWritten { entry.container.willCommit() }
         defer { for entry in touched where entry.isWritten { entry.container.didCommit() } }
         for entry in touched { entry.container.lockForCommit() }
