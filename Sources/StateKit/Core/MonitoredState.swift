@@ -63,7 +63,8 @@ open class MonitoredState<Value>: State<Value> {
     /// Replaces the value, throwing ``RejectedWriteError`` if the validator refuses;
     /// equal values change nothing.
     public func set(_ newValue: Value) throws {
-        if let rejection = write(unlessAlready: { self.isEqual?($0, newValue) ?? false }, { $0 = newValue }) {
+        let isUnchanged = { self.isEqual?($0, newValue) ?? false }
+        if let rejection = write(unlessAlready: isUnchanged, assignsWholeValue: true, { $0 = newValue }) {
             throw rejection
         }
     }

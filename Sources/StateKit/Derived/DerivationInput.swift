@@ -49,9 +49,7 @@ extension State {
     /// A reader of this container's version; see ``VersionReader``.
     @usableFromInline
     var versionReader: VersionReader {
-        let offset = MemoryLayout<ContainerFields<Value>>.offset(of: \.version)!
-        let version = UnsafeRawPointer(fields).advanced(by: offset).assumingMemoryBound(to: UInt64.self)
-        return VersionReader(container: self, lock: lock, version: version)
+        VersionReader(container: self, lock: lock, version: versionField)
     }
 }
 

@@ -69,6 +69,15 @@ extension State {
         set { fields.pointee.version = newValue }
     }
 
+    /// The address of the version, the first field, for code that reads it without being
+    /// specialised for `Value` (a derived state's leaves, a transaction's commit). Read it with
+    /// the lock held.
+    @inlinable
+    var versionField: UnsafePointer<UInt64> {
+        assert(MemoryLayout<ContainerFields<Value>>.offset(of: \.version) == 0)
+        return UnsafeRawPointer(fields).assumingMemoryBound(to: UInt64.self)
+    }
+
     @inlinable
     var hasAudience: Bool {
         get { fields.pointee.hasAudience }

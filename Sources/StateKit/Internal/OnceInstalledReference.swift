@@ -29,6 +29,7 @@ struct OnceInstalledReference<Instance: AnyObject>: ~Copyable {
     }
 
     /// Installs `instance` unless another is installed already; returns the installed one.
+    @usableFromInline
     func install(_ instance: Instance) -> Instance {
         let raw = Unmanaged.passRetained(instance).toOpaque()
         let (exchanged, current) = slot.compareExchange(expected: nil, desired: raw, ordering: .acquiringAndReleasing)

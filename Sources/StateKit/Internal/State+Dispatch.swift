@@ -24,7 +24,7 @@ extension State {
     @inlinable
     final func publishAndUnlock(oldValue: Value?, announcedByHand: Bool = false) {
         let context = DeliveryContext.current
-        guard deliveryClaim.isFree && !context.isDelivering && !runsHook && writeObserver == nil else {
+        guard !context.isDelivering && mayClaimLocked else {
             scheduleChangeAndUnlock(oldValue: oldValue, announcedByHand: announcedByHand, in: context)
             return
         }
@@ -45,10 +45,25 @@ extension State {
         lock.unlock()
         context.beginOutermost()
         notify(change, subscribers: subscribers, others: others)
+        finishDelivery(in: context)
+        context.endOutermost()
+    }
+
+    /// Whether a thread that is not delivering may take the claim and deliver the change at the
+    /// current version itself: nobody delivers the container, and it has no hook or write
+    /// observer (which the state machine's path serves). Call it with the lock held.
+    @inlinable
+    final var mayClaimLocked: Bool {
+        deliveryClaim.isFree && !runsHook && writeObserver == nil
+    }
+
+    /// Lets go of the claim after delivering a change, or first delivers what its handlers
+    /// queued meanwhile. Call it without the lock, while `context` is delivering.
+    @inlinable
+    final func finishDelivery(in context: DeliveryContext) {
         if !deliveryClaim.finishUnlessQueued() {
             deliverQueued(in: context)
         }
-        context.endOutermost()
     }
 
     /// Hands `change` to the subscribers, then to the projections and listeners of `others`.

@@ -14,11 +14,13 @@ extension State {
     @inlinable
     final func write(
         unlessAlready isUnchanged: (Value) -> Bool,
+        assignsWholeValue: Bool = false,
         _ body: (inout Value) -> Void
     ) -> RejectedWriteError? {
         if isAnyTransactionOpen, let log = TransactionLog.current {
             var rejection: RejectedWriteError?
-            _ = writeInTransaction(log, rejection: &rejection, unlessAlready: isUnchanged, body)
+            _ = writeInTransaction(
+                log, rejection: &rejection, unlessAlready: isUnchanged, assignsWholeValue: assignsWholeValue, body)
             return rejection
         }
         lock.lock()
@@ -51,7 +53,8 @@ extension State {
         _ body: (inout Value) throws -> Result
     ) rethrows -> Result {
         if isAnyTransactionOpen, let log = TransactionLog.current {
-            return try writeInTransaction(log, rejection: &rejection, unlessAlready: { _ in false }, body)!
+            return try writeInTransaction(
+                log, rejection: &rejection, unlessAlready: { _ in false }, assignsWholeValue: false, body)!
         }
         let observation = self.observation.unretained
         observation?._withUnsafeGuaranteedRef { $0.willSet() }

@@ -1,9 +1,11 @@
+import Foundation
+
 /// How a container reads and writes inside a transaction: through the thread's
 /// ``TransactionLog``, never the container itself, until the commit.
 ///
 /// Inlinable, so that the entry of a container, and the operations the commit runs on it, are
 /// made in code specialised for its value type.
-extension State: TransactionParticipant {
+extension State {
     /// The value as the open transaction sees it: its own working copy, or, on the first touch,
     /// the container's value, which the log records with its version.
     @inlinable
@@ -16,62 +18,136 @@ extension State: TransactionParticipant {
         if let entry = log.entry(for: ObjectIdentifier(self)) {
             return unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)
         }
+        return addEntry(to: log)
+    }
+
+    /// The container's entry on its first touch: its value and version, read under the lock,
+    /// in the container's spare entry if no other transaction has it.
+    ///
+    /// Not inlined, so that the write paths it is reachable from stay small enough to inline.
+    @inlinable
+    @inline(never)
+    final func addEntry(to log: TransactionLog) -> TypedTransactionEntry<Value> {
+        let operations =
+            transactionOperations.unretained
+            ?? Unmanaged.passUnretained(
+                transactionOperations.install(makeTransactionOperations()))
+        let entry = operations._withUnsafeGuaranteedRef { operations in
+            operations.takeSpare().map { unsafeDowncast($0, to: TypedTransactionEntry<Value>.self) }
+                ?? TypedTransactionEntry(container: self, operations: operations)
+        }
         lock.lock()
-        let value = storedValue
-        let version = storedVersion
+        entry.originalSlot = storedValue
+        entry.workingSlot = storedValue
+        entry.begin(firstVersion: storedVersion, hasValidator: validator != nil, retaining: self)
         lock.unlock()
-        let entry = TypedTransactionEntry(
-            container: self, firstVersion: version, value: value, operations: transactionOperations)
         log.add(entry)
         return entry
     }
 
-    /// What the commit does with this container's entry.
+    /// What the commit does with this container's entries.
     ///
     /// The entry keeps its container alive, so the functions reach it without retaining it
     /// (a container that has weak references keeps its counts in a side table, and each retain
     /// and release there cost about 200 instructions).
     @inlinable
-    final var transactionOperations: TransactionOperations {
+    final func makeTransactionOperations() -> TransactionOperations {
         TransactionOperations(
-            isUnchanged: { entry in
-                let entry = unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)
-                guard !entry.isAnnounced else { return false }
-                return Self.withContainer(of: entry) { state in
-                    guard let isEqual = state.isEqual else { return false }
-                    return isEqual(entry.original, entry.working)
+            tellObservation: { entry, isBefore in
+                Self.withContainer(of: unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)) { state in
+                    guard let observation = state.observation.unretained else { return false }
+                    if isBefore {
+                        observation._withUnsafeGuaranteedRef { $0.willSet() }
+                    } else {
+                        observation._withUnsafeGuaranteedRef { $0.didSet() }
+                    }
+                    return true
                 }
             },
             applyLocked: { entry in
                 let entry = unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)
-                Self.withContainer(of: entry) { state in
-                    if state.wantsChangeRecords { entry.replaced = state.storedValue }
+                return Self.withContainer(of: entry) { state in
+                    if !entry.isAnnounced {
+                        if let isEqual = entry.knownEquality {
+                            if isEqual { return false }
+                        } else if let isEqual = state.isEqual, isEqual(entry.original, entry.working) {
+                            return false
+                        }
+                    }
+                    if state.wantsChangeRecords {
+                        entry.replacedSlot = state.storedValue
+                        entry.recordTimestamp = Date()
+                    }
                     state.storedValue = entry.working
                     state.storedVersion &+= 1
+                    return true
                 }
             },
-            publishAndUnlock: { entry, context in
+            publishAndUnlock: { entry, context, mayClaim in
                 let entry = unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)
-                Self.withContainer(of: entry) { state in
+                return Self.withContainer(of: entry) { state in
                     guard state.hasAudience else {
                         state.lock.unlock()
-                        return
+                        return false
+                    }
+                    if mayClaim && state.mayClaimLocked {
+                        state.deliveryClaim.take()
+                        entry.claimedSubscribers = state.audience.subscribers
+                        entry.isClaimedWithOthers = state.audience.hasProjectionsOrListeners
+                        state.lock.unlock()
+                        return true
                     }
                     state.scheduleChangeAndUnlock(oldValue: entry.replaced, announcedByHand: false, in: context)
+                    return false
+                }
+            },
+            deliverClaimed: { entry, context in
+                let entry = unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)
+                Self.withContainer(of: entry) { state in
+                    let change = PendingChange(
+                        oldValue: entry.replaced,
+                        newValue: entry.working,
+                        version: entry.firstVersion &+ 1,
+                        timestamp: entry.recordTimestamp,
+                        depth: 0,
+                        isAnnouncedByHand: false,
+                        origin: context.id
+                    )
+                    var subscribers: ContiguousArray<Subscriber<Value>> = []
+                    swap(&subscribers, &entry.claimedSubscribers)
+                    // Projections and listeners are read now, as a queued change's are: one that
+                    // joined since starts after this version, and one that left is not called.
+                    var others: Audience<Value>?
+                    if entry.isClaimedWithOthers {
+                        state.lock.lock()
+                        others = state.audience.hasProjectionsOrListeners ? state.audience : nil
+                        state.lock.unlock()
+                    }
+                    state.notify(change, subscribers: subscribers, others: others)
+                    state.finishDelivery(in: context)
                 }
             },
             revert: { entry in
                 let entry = unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)
                 entry.working = entry.original
+                entry.knownEquality = true
             },
             checkpoint: { entry in
                 let entry = unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)
                 let (working, isWritten, isAnnounced) = (entry.working, entry.isWritten, entry.isAnnounced)
+                let knownEquality = entry.knownEquality
                 return {
                     entry.working = working
                     entry.isWritten = isWritten
                     entry.isAnnounced = isAnnounced
+                    entry.knownEquality = knownEquality
                 }
+            },
+            empty: { entry in
+                let entry = unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)
+                entry.originalSlot = nil
+                entry.workingSlot = nil
+                entry.replacedSlot = nil
             }
         )
     }
@@ -94,17 +170,19 @@ extension State: TransactionParticipant {
         _ log: TransactionLog,
         rejection: inout RejectedWriteError?,
         unlessAlready isUnchanged: (Value) -> Bool,
+        assignsWholeValue: Bool,
         _ body: (inout Value) throws -> Result
     ) rethrows -> Result? {
         let entry = entry(in: log)
         if isUnchanged(entry.working) { return nil }
-        let validator = lock.withLock { self.validator }
         // A copy, not `&entry.working`: the body may read the container, which reads the entry.
         var proposed = entry.working
-        guard let validator else {
+        guard entry.hasValidator, let validator = lock.withLock({ self.validator }) else {
             defer {
                 entry.working = proposed
                 entry.isWritten = true
+                // After `$0 = newValue`, `isUnchanged(x)` says whether `x` equals the new value.
+                entry.knownEquality = assignsWholeValue ? isUnchanged(entry.original) : nil
             }
             return try body(&proposed)
         }
@@ -117,6 +195,7 @@ extension State: TransactionParticipant {
         }
         entry.working = proposed
         entry.isWritten = true
+        entry.knownEquality = assignsWholeValue ? isUnchanged(entry.original) : nil
         return result
     }
 
@@ -126,24 +205,5 @@ extension State: TransactionParticipant {
         let entry = entry(in: log)
         entry.isWritten = true
         entry.isAnnounced = true
-    }
-
-    @usableFromInline
-    func lockForCommit() { lock.lock() }
-
-    @usableFromInline
-    func unlockAfterCommit() { lock.unlock() }
-
-    @usableFromInline
-    var versionLocked: UInt64 { storedVersion }
-
-    @usableFromInline
-    func willCommit() {
-        observation.unretained?._withUnsafeGuaranteedRef { $0.willSet() }
-    }
-
-    @usableFromInline
-    func didCommit() {
-        observation.unretained?._withUnsafeGuaranteedRef { $0.didSet() }
     }
 }

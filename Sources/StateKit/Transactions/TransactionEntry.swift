@@ -1,21 +1,47 @@
+import Foundation
+import Synchronization
+
 /// A container as one transaction sees it: the version it saw and whether the body wrote it.
 ///
-/// The values live in ``TypedTransactionEntry``; what the commit does with them comes as
-/// functions made where the container was first touched, in code specialised for its value
-/// type, so that committing (and the delivery it starts) never runs generic code that looks up
-/// type metadata on every change.
+/// The values live in ``TypedTransactionEntry``; what the commit does with them comes from the
+/// container's ``TransactionOperations``, functions made in code specialised for its value type,
+/// so that committing (and the delivery it starts) never runs generic code that looks up type
+/// metadata on every change. The container's lock and version are reached directly.
 ///
-/// An entry belongs to one thread's log, so its variables skip Swift's run-time exclusivity
-/// checks (measured: a quarter of a two-container transaction's instructions).
+/// Each container keeps one spare entry, which its next transaction reuses (see
+/// ``TransactionOperations/takeSpare()``): a transaction over containers touched before allocates
+/// nothing. An entry belongs to one thread's log while in use, so its variables skip Swift's
+/// run-time exclusivity checks (measured: a quarter of a two-container transaction).
 @usableFromInline
 class TransactionEntry {
-    /// The container, kept alive until the transaction ends.
+    /// The container; ``retainedContainer`` keeps it alive while a transaction uses the entry.
     @usableFromInline
-    let container: any TransactionParticipant
+    unowned(unsafe) let container: AnyObject
+    /// The container's identity, which orders the commit's locks.
+    @usableFromInline
+    let id: ObjectIdentifier
+    /// The container's lock.
+    @usableFromInline
+    unowned(unsafe) let lock: Lock
+    /// The container's version field; read it with `lock` held.
+    @usableFromInline
+    let version: UnsafePointer<UInt64>
+    /// The container's.
+    @usableFromInline
+    unowned(unsafe) let operations: TransactionOperations
+    /// The container, while a transaction uses the entry.
+    @usableFromInline
+    @exclusivity(unchecked)
+    var retainedContainer: AnyObject?
     /// The container's version when the transaction first touched it; the commit checks that it
     /// is still the version, or runs the body again.
     @usableFromInline
-    let firstVersion: UInt64
+    @exclusivity(unchecked)
+    var firstVersion: UInt64 = 0
+    /// Whether the container had a validator when the transaction first touched it.
+    @usableFromInline
+    @exclusivity(unchecked)
+    var hasValidator = false
     @usableFromInline
     @exclusivity(unchecked)
     var isWritten = false
@@ -23,68 +49,187 @@ class TransactionEntry {
     @usableFromInline
     @exclusivity(unchecked)
     var isAnnounced = false
+    /// Whether the working copy equals the value first read, when the last write knew: a write of
+    /// a whole value compares it at once, with the `==` of code specialised for `Value`; the
+    /// commit compares the others.
+    @usableFromInline
+    @exclusivity(unchecked)
+    var knownEquality: Bool?
     /// Set by the commit for the containers it changed.
     @exclusivity(unchecked)
     var isChanged = false
+    /// Set by the commit when it took the container's delivery claim, to deliver the change
+    /// itself once every lock is released.
+    @exclusivity(unchecked)
+    var isClaimed = false
+    /// Whether the claimed container had projections or listeners when the commit claimed it.
     @usableFromInline
-    let operations: TransactionOperations
+    @exclusivity(unchecked)
+    var isClaimedWithOthers = false
+    /// Set by the commit when it told Observation `willSet`, so that it tells `didSet` after.
+    @usableFromInline
+    @exclusivity(unchecked)
+    var isObserved = false
+    /// Set by the commit when a subscriber wants change records: the typed entry's `replaced`
+    /// holds the value the commit replaced, and this the time of the change.
+    @usableFromInline
+    @exclusivity(unchecked)
+    var recordTimestamp: Date?
 
     @usableFromInline
-    init(container: any TransactionParticipant, firstVersion: UInt64, operations: TransactionOperations) {
+    init(container: AnyObject, lock: Lock, version: UnsafePointer<UInt64>, operations: TransactionOperations) {
         self.container = container
-        self.firstVersion = firstVersion
+        self.id = ObjectIdentifier(container)
+        self.lock = lock
+        self.version = version
         self.operations = operations
+    }
+
+    /// Starts the entry's use by a transaction that first touched the container at `version`.
+    @inlinable
+    final func begin(firstVersion: UInt64, hasValidator: Bool, retaining container: AnyObject) {
+        self.firstVersion = firstVersion
+        self.hasValidator = hasValidator
+        retainedContainer = container
+    }
+
+    /// The container's version now.
+    final var currentVersion: UInt64 {
+        lock.lock()
+        defer { lock.unlock() }
+        return version.pointee
     }
 }
 
 /// A container's entry with its values: the one it read first and the body's working copy.
+///
+/// The values are optional only so that a spare entry holds none (``TransactionOperations/recycle``
+/// empties it): while in use, they are always there.
 @usableFromInline
 final class TypedTransactionEntry<Value>: TransactionEntry {
     @usableFromInline
-    let original: Value
+    @exclusivity(unchecked)
+    var originalSlot: Value?
     @usableFromInline
     @exclusivity(unchecked)
-    var working: Value
-    /// The value the commit replaced, kept for change records when a subscriber wants them.
+    var workingSlot: Value?
     @usableFromInline
     @exclusivity(unchecked)
-    var replaced: Value?
+    var replacedSlot: Value?
+    /// The subscribers of the change the commit delivers itself, read with its claim (see
+    /// ``TransactionEntry/isClaimed``); empty otherwise.
+    @usableFromInline
+    @exclusivity(unchecked)
+    var claimedSubscribers: ContiguousArray<Subscriber<Value>> = []
 
     @inlinable
-    init(container: State<Value>, firstVersion: UInt64, value: Value, operations: TransactionOperations) {
-        original = value
-        working = value
-        super.init(container: container, firstVersion: firstVersion, operations: operations)
+    init(container: State<Value>, operations: TransactionOperations) {
+        super.init(container: container, lock: container.lock, version: container.versionField, operations: operations)
+    }
+
+    /// The value the transaction first read.
+    @inlinable
+    var original: Value { originalSlot.unsafelyUnwrapped }
+
+    /// The body's working copy.
+    @inlinable
+    var working: Value {
+        get { workingSlot.unsafelyUnwrapped }
+        set { workingSlot = newValue }
+    }
+
+    /// The value the commit replaced, when a subscriber wants change records (see
+    /// ``TransactionEntry/recordTimestamp``).
+    @inlinable
+    var replaced: Value? {
+        recordTimestamp == nil ? nil : replacedSlot
     }
 }
 
-/// What the commit does with a container's entry, specialised for its value type.
+/// What the commit does with a container's entries, specialised for its value type, and the
+/// container's spare entry.
+///
+/// Made once per container, on its first transaction, and shared by its entries (copying the
+/// functions into each entry cost a retain and a release of each).
 @usableFromInline
-struct TransactionOperations {
-    /// Whether the working copy equals the value first read (always `false` for a `Value` that is
-    /// not `Equatable`, or when the body called `didModify()`).
-    let isUnchanged: (TransactionEntry) -> Bool
-    /// Stores the working copy as one new version. Called with the container's lock held.
-    let applyLocked: (TransactionEntry) -> Void
-    /// Hands the change `applyLocked` made to the dispatcher, and unlocks the container.
-    let publishAndUnlock: (TransactionEntry, DeliveryContext) -> Void
+final class TransactionOperations {
+    /// Observation's `willSet` (`true`) or `didSet` (`false`) around a commit that writes it.
+    /// - Returns: Whether the container is observed.
+    let tellObservation: (TransactionEntry, _ isBefore: Bool) -> Bool
+    /// Stores the working copy as one new version, unless it equals the value first read
+    /// (`Equatable` values only) and the body did not call `didModify()`. Called with the
+    /// container's lock held.
+    /// - Returns: Whether it stored it.
+    let applyLocked: (TransactionEntry) -> Bool
+    /// Hands the change `applyLocked` made to the dispatcher and unlocks the container; or, when
+    /// `mayClaim` and nobody delivers the container, takes its delivery claim, as a plain write's
+    /// fast path does, for ``deliverClaimed``.
+    /// - Returns: Whether it took the claim.
+    let publishAndUnlock: (TransactionEntry, DeliveryContext, _ mayClaim: Bool) -> Bool
+    /// Delivers the change `publishAndUnlock` claimed (the entry's working copy, at the version
+    /// after `firstVersion`), then what handlers queued meanwhile.
+    let deliverClaimed: (TransactionEntry, DeliveryContext) -> Void
     /// Puts the working copy back to the value first read (a nested body's write is undone).
     let revert: (TransactionEntry) -> Void
     /// Saves the working copy, for a nested body: the result puts it back.
     let checkpoint: (TransactionEntry) -> () -> Void
+    /// Empties an entry whose transaction ended, so that it holds no value.
+    let empty: (TransactionEntry) -> Void
+    /// The container's spare entry, retained, or `nil`.
+    private let spare = Atomic<UnsafeMutableRawPointer?>(nil)
 
     @usableFromInline
     init(
-        isUnchanged: @escaping (TransactionEntry) -> Bool,
-        applyLocked: @escaping (TransactionEntry) -> Void,
-        publishAndUnlock: @escaping (TransactionEntry, DeliveryContext) -> Void,
+        tellObservation: @escaping (TransactionEntry, _ isBefore: Bool) -> Bool,
+        applyLocked: @escaping (TransactionEntry) -> Bool,
+        publishAndUnlock: @escaping (TransactionEntry, DeliveryContext, _ mayClaim: Bool) -> Bool,
+        deliverClaimed: @escaping (TransactionEntry, DeliveryContext) -> Void,
         revert: @escaping (TransactionEntry) -> Void,
-        checkpoint: @escaping (TransactionEntry) -> () -> Void
+        checkpoint: @escaping (TransactionEntry) -> () -> Void,
+        empty: @escaping (TransactionEntry) -> Void
     ) {
-        self.isUnchanged = isUnchanged
+        self.tellObservation = tellObservation
         self.applyLocked = applyLocked
         self.publishAndUnlock = publishAndUnlock
+        self.deliverClaimed = deliverClaimed
         self.revert = revert
         self.checkpoint = checkpoint
+        self.empty = empty
+    }
+
+    deinit {
+        if let spare = spare.load(ordering: .acquiring) {
+            Unmanaged<TransactionEntry>.fromOpaque(spare).release()
+        }
+    }
+
+    /// The spare entry, if no other transaction took it.
+    @usableFromInline
+    func takeSpare() -> TransactionEntry? {
+        guard let spare = spare.exchange(nil, ordering: .acquiringAndReleasing) else { return nil }
+        return Unmanaged<TransactionEntry>.fromOpaque(spare).takeRetainedValue()
+    }
+
+    /// Empties `entry` and keeps it as the spare, unless there is one; then lets go of its
+    /// container.
+    func recycle(_ entry: TransactionEntry) {
+        empty(entry)
+        entry.isWritten = false
+        entry.isAnnounced = false
+        entry.knownEquality = nil
+        entry.isChanged = false
+        entry.isClaimed = false
+        entry.isClaimedWithOthers = false
+        entry.isObserved = false
+        entry.recordTimestamp = nil
+        // Moved out rather than copied: each retain and release of a container with weak
+        // references costs about 200 instructions.
+        var container: AnyObject?
+        swap(&container, &entry.retainedContainer)
+        let raw = Unmanaged.passRetained(entry).toOpaque()
+        if !spare.compareExchange(expected: nil, desired: raw, ordering: .acquiringAndReleasing).exchanged {
+            Unmanaged<TransactionEntry>.fromOpaque(raw).release()
+        }
+        withExtendedLifetime(container) {}
     }
 }

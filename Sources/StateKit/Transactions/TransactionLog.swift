@@ -34,52 +34,97 @@ extension State {
     }
 }
 
-/// A container that can take part in a transaction; ``State`` is the one implementation. What
-/// depends on the value type is in the entry's ``TransactionOperations``.
-@usableFromInline
-protocol TransactionParticipant: AnyObject {
-    /// Takes the container's lock, for the commit.
-    func lockForCommit()
-    func unlockAfterCommit()
-    /// The current version. Call it with the lock held.
-    var versionLocked: UInt64 { get }
-    /// Observation's `willSet` and `didSet`, around a commit that writes the container.
-    func willCommit()
-    func didCommit()
-}
-
 /// The containers one thread's open transaction has touched, with their working copies.
 ///
 /// Reads and writes made inside the body go to the log, not the containers; the commit applies
-/// them all at once under every touched container's lock (see ``commit()``).
+/// them all at once under every touched container's lock (see ``commit()``). Each thread keeps
+/// one log for its transactions, emptied after each, and each container a spare entry, so a
+/// transaction over containers touched before allocates nothing.
 @usableFromInline
 final class TransactionLog {
-    /// In the order the body first touched them.
+    /// The entries, in the order the body first touched them; in the order of their locks during
+    /// the commit. Held unmanaged (the log retains each once) in storage of the log's own, so
+    /// that adding, iterating and emptying touch no reference count and check no uniqueness.
     @exclusivity(unchecked)
-    private(set) var entries: [TransactionEntry] = []
+    private var storage = UnsafeMutablePointer<Unmanaged<TransactionEntry>>.allocate(capacity: 8)
+    @exclusivity(unchecked)
+    private var capacity = 8
+    @exclusivity(unchecked)
+    private var count = 0
     /// Where each container's entry is in `entries`, once there are too many to search.
     @exclusivity(unchecked)
     private var positions: [ObjectIdentifier: Int] = [:]
+    /// Whether a body runs: reads and writes on this thread go to the log.
+    @usableFromInline
+    @exclusivity(unchecked)
+    var isOpen = false
+    /// Whether a transaction uses the log, from its body to the end of its commit's deliveries
+    /// (a handler that starts a transaction then gets a log of its own).
+    @exclusivity(unchecked)
+    private(set) var isInUse = false
 
     init() {}
 
+    deinit {
+        removeAll()
+        storage.deallocate()
+    }
+
+    private var entries: UnsafeMutableBufferPointer<Unmanaged<TransactionEntry>> {
+        UnsafeMutableBufferPointer(start: storage, count: count)
+    }
+
     private static let threadKey: pthread_key_t = {
         var key = pthread_key_t()
-        let error = pthread_key_create(&key, nil)
+        let error = pthread_key_create(&key) { pointer in
+            #if canImport(Darwin)
+            Unmanaged<TransactionLog>.fromOpaque(pointer).release()
+            #else
+            guard let pointer else { return }
+            Unmanaged<TransactionLog>.fromOpaque(pointer).release()
+            #endif
+        }
         precondition(error == 0, "pthread_key_create failed: \(error)")
         return key
     }()
 
-    /// The calling thread's open transaction, if any. The outermost ``withStateTransaction(_:)``
-    /// owns the log; the thread-specific slot holds it unretained, and is cleared before it ends.
+    /// The calling thread's open transaction, if any.
     @usableFromInline
     static var current: TransactionLog? {
         guard let pointer = pthread_getspecific(threadKey) else { return nil }
-        return Unmanaged<TransactionLog>.fromOpaque(pointer).takeUnretainedValue()
+        let log = Unmanaged<TransactionLog>.fromOpaque(pointer).takeUnretainedValue()
+        return log.isOpen ? log : nil
     }
 
-    static func install(_ log: TransactionLog?) {
-        pthread_setspecific(threadKey, log.map { Unmanaged.passUnretained($0).toOpaque() })
+    /// The calling thread's log, made on first use; the thread-specific slot owns it.
+    static var ofThisThread: TransactionLog {
+        get {
+            if let pointer = pthread_getspecific(threadKey) {
+                return Unmanaged<TransactionLog>.fromOpaque(pointer).takeUnretainedValue()
+            }
+            let log = TransactionLog()
+            pthread_setspecific(threadKey, Unmanaged.passRetained(log).toOpaque())
+            return log
+        }
+        set {
+            let previous = pthread_getspecific(threadKey)
+            pthread_setspecific(threadKey, Unmanaged.passRetained(newValue).toOpaque())
+            if let previous { Unmanaged<TransactionLog>.fromOpaque(previous).release() }
+        }
+    }
+
+    /// Starts an outermost transaction's use of the log.
+    func open() {
+        isInUse = true
+        isOpen = true
+    }
+
+    /// Ends the transaction's use of the log: forgets every entry, which lets go of its
+    /// container, and keeps the storage for the next.
+    func close() {
+        isOpen = false
+        removeAll()
+        isInUse = false
     }
 
     /// How many entries a log searches one by one before it keeps an index.
@@ -89,22 +134,32 @@ final class TransactionLog {
     @usableFromInline
     func entry(for id: ObjectIdentifier) -> TransactionEntry? {
         if entries.count <= Self.searchLimit {
-            for entry in entries where ObjectIdentifier(entry.container) == id { return entry }
+            for entry in entries where entry._withUnsafeGuaranteedRef({ $0.id }) == id {
+                return entry.takeUnretainedValue()
+            }
             return nil
         }
-        return positions[id].map { entries[$0] }
+        return positions[id].map { entries[$0].takeUnretainedValue() }
     }
 
     @usableFromInline
     func add(_ entry: TransactionEntry) {
-        entries.append(entry)
-        if entries.count > Self.searchLimit {
+        if count == capacity {
+            let larger = UnsafeMutablePointer<Unmanaged<TransactionEntry>>.allocate(capacity: capacity * 2)
+            larger.moveInitialize(from: storage, count: count)
+            storage.deallocate()
+            storage = larger
+            capacity *= 2
+        }
+        (storage + count).initialize(to: .passRetained(entry))
+        count += 1
+        if count > Self.searchLimit {
             if positions.isEmpty {
                 for (position, entry) in entries.enumerated() {
-                    positions[ObjectIdentifier(entry.container)] = position
+                    positions[entry._withUnsafeGuaranteedRef { $0.id }] = position
                 }
             } else {
-                positions[ObjectIdentifier(entry.container)] = entries.count - 1
+                positions[entry.id] = count - 1
             }
         }
     }
@@ -114,10 +169,15 @@ final class TransactionLog {
         entry(for: id)?.firstVersion
     }
 
-    /// Forgets every entry, before the body runs again.
+    /// Forgets every entry, before the body runs again: each goes back to its container as the
+    /// spare, holding no value.
     func removeAll() {
-        entries.removeAll(keepingCapacity: true)
-        positions.removeAll()
+        for entry in entries {
+            entry._withUnsafeGuaranteedRef { $0.operations.recycle($0) }
+            entry.release()
+        }
+        count = 0
+        if !positions.isEmpty { positions.removeAll() }
     }
 
     /// What a nested body may undo: each entry's working copy as it is now, and how many there are.
@@ -127,7 +187,9 @@ final class TransactionLog {
     }
 
     func checkpoint() -> Checkpoint {
-        Checkpoint(count: entries.count, restores: entries.map { $0.operations.checkpoint($0) })
+        Checkpoint(
+            count: entries.count,
+            restores: entries.map { entry in entry._withUnsafeGuaranteedRef { $0.operations.checkpoint($0) } })
     }
 
     /// Undoes what a nested body wrote: containers it touched first are kept as reads (so the
@@ -136,9 +198,11 @@ final class TransactionLog {
     func rollBack(to checkpoint: Checkpoint) {
         for restore in checkpoint.restores { restore() }
         for entry in entries[checkpoint.count...] {
-            entry.operations.revert(entry)
-            entry.isWritten = false
-            entry.isAnnounced = false
+            entry._withUnsafeGuaranteedRef { entry in
+                entry.operations.revert(entry)
+                entry.isWritten = false
+                entry.isAnnounced = false
+            }
         }
     }
 
@@ -146,26 +210,44 @@ final class TransactionLog {
     ///
     /// Locks every touched container in one global order (object address), so commits that
     /// touch the same containers cannot deadlock; checks each version; stores every working copy
-    /// that differs from its start as one new version; then hands each change to the dispatcher
-    /// while this thread counts as delivering, so that nothing is delivered before every lock is
-    /// released, and delivers them after, with the log already uninstalled: handlers read and
-    /// write the containers, not the finished transaction's working copies.
+    /// that differs from its start as one new version; closes the log, so that handlers read and
+    /// write the containers, not the finished transaction's working copies; then releases the
+    /// locks and delivers the changes.
+    ///
+    /// Outside any delivery, the commit delivers each change itself, as a plain write does, when
+    /// nobody else delivers the container; the others (a container being delivered, one with a
+    /// hook or write observer) go to the dispatcher while this thread counts as delivering, so
+    /// that nothing is delivered before every lock is released. Inside a handler, every change
+    /// is delivered after the current delivery.
     /// - Returns: `false` if a container changed since it was read: nothing was applied.
     func commit() -> Bool {
-        let touched =
-            entries.count < 2
-            ? entries : entries.sorted { ObjectIdentifier($0.container) < ObjectIdentifier($1.container) }
-        for entry in touched where entry.isWritten { entry.container.willCommit() }
-        defer { for entry in touched where entry.isWritten { entry.container.didCommit() } }
-        for entry in touched { entry.container.lockForCommit() }
-        guard touched.allSatisfy({ $0.container.versionLocked == $0.firstVersion }) else {
-            for entry in touched.reversed() { entry.container.unlockAfterCommit() }
+        sortByContainer()
+        // The loops below touch no reference count.
+        let entries = self.entries
+        func forEachEntry(_ body: (TransactionEntry) -> Void) {
+            for entry in entries { entry._withUnsafeGuaranteedRef(body) }
+        }
+        forEachEntry { entry in
+            if entry.isWritten { entry.isObserved = entry.operations.tellObservation(entry, true) }
+        }
+        defer {
+            forEachEntry { entry in
+                if entry.isObserved { _ = entry.operations.tellObservation(entry, false) }
+            }
+        }
+        var isCurrent = true
+        forEachEntry { entry in
+            entry.lock.lock()
+            if entry.version.pointee != entry.firstVersion { isCurrent = false }
+        }
+        guard isCurrent else {
+            forEachEntry { $0.lock.unlock() }
             return false
         }
-        for entry in touched where entry.isWritten && !entry.operations.isUnchanged(entry) {
-            entry.operations.applyLocked(entry)
-            entry.isChanged = true
+        forEachEntry { entry in
+            if entry.isWritten { entry.isChanged = entry.operations.applyLocked(entry) }
         }
+        isOpen = false
         let context = DeliveryContext.current
         let isOutermostDelivery = !context.isDelivering
         if isOutermostDelivery {
@@ -174,29 +256,39 @@ final class TransactionLog {
             // (depth + 1); the transaction's changes start a chain, at depth 0.
             context.depth = -1
         }
-        for entry in touched {
+        var isAnyClaimed = false
+        forEachEntry { entry in
             if entry.isChanged {
-                entry.operations.publishAndUnlock(entry, context)
+                entry.isClaimed = entry.operations.publishAndUnlock(entry, context, isOutermostDelivery)
+                isAnyClaimed = isAnyClaimed || entry.isClaimed
             } else {
-                entry.container.unlockAfterCommit()
+                entry.lock.unlock()
             }
         }
-        // Handlers run outside the transaction: what they read and write is the containers'.
-        TransactionLog.install(nil)
+        if isAnyClaimed {
+            context.depth = 0
+            forEachEntry { entry in
+                if entry.isClaimed { entry.operations.deliverClaimed(entry, context) }
+            }
+        }
         if isOutermostDelivery { context.endOutermost() }
         return true
     }
-}
 
-extension TransactionLog {
+    /// Orders the entries by container address, the order the commit takes their locks in.
+    private func sortByContainer() {
+        if count < 2 { return }
+        let id = { (entry: Unmanaged<TransactionEntry>) in entry._withUnsafeGuaranteedRef { $0.id } }
+        if count == 2 {
+            if id(storage[1]) < id(storage[0]) { entries.swapAt(0, 1) }
+            return
+        }
+        var entries = self.entries
+        entries.sort { id($0) < id($1) }
+    }
+
     /// Whether every container the body touched is still at the version it read.
     func isCurrent() -> Bool {
-        for entry in entries {
-            entry.container.lockForCommit()
-            let version = entry.container.versionLocked
-            entry.container.unlockAfterCommit()
-            if version != entry.firstVersion { return false }
-        }
-        return true
+        entries.allSatisfy { entry in entry._withUnsafeGuaranteedRef { $0.currentVersion == $0.firstVersion } }
     }
 }

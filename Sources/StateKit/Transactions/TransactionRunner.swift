@@ -15,7 +15,8 @@ import Bionic
 /// it read was inconsistent: it runs again, as a commit that fails does. Only an error thrown by a
 /// body whose reads were all current is rethrown.
 func runTransaction<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
-    if let log = TransactionLog.current {
+    var log = TransactionLog.ofThisThread
+    if log.isOpen {
         let checkpoint = log.checkpoint()
         do {
             return try body()
@@ -24,11 +25,24 @@ func runTransaction<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
             throw error
         }
     }
-    let log = TransactionLog()
+    if log.isInUse {
+        // A handler of this thread's committing transaction starts one of its own.
+        let outer = log
+        log = TransactionLog()
+        TransactionLog.ofThisThread = log
+        defer { TransactionLog.ofThisThread = outer }
+        return try run(body, in: log)
+    }
+    return try run(body, in: log)
+}
+
+/// Runs an outermost transaction in `log` until it commits, or until its body throws with its
+/// reads current.
+private func run<R, E: Error>(_ body: () throws(E) -> R, in log: TransactionLog) throws(E) -> R {
     OpenTransactions.shared.count.add(1, ordering: .relaxed)
-    TransactionLog.install(log)
+    log.open()
     defer {
-        TransactionLog.install(nil)
+        log.close()
         OpenTransactions.shared.count.subtract(1, ordering: .relaxed)
     }
     var attempt = 0
