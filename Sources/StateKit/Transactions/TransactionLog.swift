@@ -74,7 +74,8 @@ final class TransactionLog {
         UnsafeMutableBufferPointer(start: storage, count: count)
     }
 
-    private static let threadKey: pthread_key_t = {
+    @usableFromInline
+    static let threadKey: pthread_key_t = {
         var key = pthread_key_t()
         let error = pthread_key_create(&key) { pointer in
             #if canImport(Darwin)
@@ -89,11 +90,14 @@ final class TransactionLog {
     }()
 
     /// The calling thread's open transaction, if any.
-    @usableFromInline
+    ///
+    /// Inlinable, so that a caller that uses the log for the length of one call does not retain
+    /// it (each retain and release is an atomic operation).
+    @inlinable
     static var current: TransactionLog? {
         guard let pointer = pthread_getspecific(threadKey) else { return nil }
-        let log = Unmanaged<TransactionLog>.fromOpaque(pointer).takeUnretainedValue()
-        return log.isOpen ? log : nil
+        let log = Unmanaged<TransactionLog>.fromOpaque(pointer)
+        return log._withUnsafeGuaranteedRef { $0.isOpen } ? log.takeUnretainedValue() : nil
     }
 
     /// The calling thread's log, made on first use; the thread-specific slot owns it.
