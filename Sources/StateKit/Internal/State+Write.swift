@@ -10,6 +10,9 @@ extension State {
     /// For an observable container, Observation's `willSet` runs between the check and the write,
     /// outside the lock (its `onChange` may read the container), so the check is made again after
     /// it; `didSet` follows the write and its delivery.
+    /// - Parameter assignsWholeValue: Whether `body` assigns the value `isUnchanged` compares
+    ///   with (`$0 = newValue`); a transaction then learns at once whether its working copy is
+    ///   back at its start.
     /// - Returns: The validator's refusal, if it refused.
     @inlinable
     final func write(
