@@ -211,7 +211,7 @@ final class DerivedNode<Value>: @unchecked Sendable {
         return withStateTransaction {
             for leaf in leaves { leaf.touchValue() }
             let value = evaluate()
-            let log = TransactionLog.current!
+            let log = TransactionLog.current!.takeUnretainedValue()
             for index in leaves.indices {
                 versions[index] = log.firstVersion(of: ObjectIdentifier(leaves[index]))!
             }

@@ -30,7 +30,7 @@ struct HistorySnapshot {
     static func take(of containers: [TrackedContainer]) -> HistorySnapshot {
         withStateTransaction {
             let values = containers.map { $0.read() }
-            let log = TransactionLog.current!
+            let log = TransactionLog.current!.takeUnretainedValue()
             return HistorySnapshot(values: values, versions: containers.map { log.firstVersion(of: $0.id)! })
         }
     }

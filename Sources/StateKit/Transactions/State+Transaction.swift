@@ -9,14 +9,16 @@ extension State {
     /// The value as the open transaction sees it: its own working copy, or, on the first touch,
     /// the container's value, which the log records with its version.
     @inlinable
-    final func transactionalValue(in log: TransactionLog) -> Value {
-        entry(in: log).working
+    final func transactionalValue(in log: Unmanaged<TransactionLog>) -> Value {
+        entry(in: log)._withUnsafeGuaranteedRef { $0.working }
     }
 
+    /// The container's entry in `log`, unretained: the log keeps it until the transaction ends
+    /// (each retain and release would be an atomic operation).
     @inlinable
-    final func entry(in log: TransactionLog) -> TypedTransactionEntry<Value> {
-        if let entry = log.entry(for: ObjectIdentifier(self)) {
-            return unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)
+    final func entry(in log: Unmanaged<TransactionLog>) -> Unmanaged<TypedTransactionEntry<Value>> {
+        if let entry = log._withUnsafeGuaranteedRef({ $0.entry(for: ObjectIdentifier(self)) }) {
+            return Unmanaged.fromOpaque(entry.toOpaque())
         }
         return addEntry(to: log)
     }
@@ -27,21 +29,23 @@ extension State {
     /// Not inlined, so that the write paths it is reachable from stay small enough to inline.
     @inlinable
     @inline(never)
-    final func addEntry(to log: TransactionLog) -> TypedTransactionEntry<Value> {
+    final func addEntry(to log: Unmanaged<TransactionLog>) -> Unmanaged<TypedTransactionEntry<Value>> {
         let operations =
             transactionOperations.unretained
             ?? Unmanaged.passUnretained(
                 transactionOperations.install(makeTransactionOperations()))
         let entry = operations._withUnsafeGuaranteedRef { operations in
-            operations.takeSpare().map { unsafeDowncast($0, to: TypedTransactionEntry<Value>.self) }
-                ?? TypedTransactionEntry(container: self, operations: operations)
+            operations.takeSpare().map { Unmanaged<TypedTransactionEntry<Value>>.fromOpaque($0.toOpaque()) }
+                ?? Unmanaged.passRetained(TypedTransactionEntry(container: self, operations: operations))
         }
-        lock.lock()
-        entry.originalSlot = storedValue
-        entry.workingSlot = storedValue
-        entry.begin(firstVersion: storedVersion, hasValidator: validator != nil, retaining: self)
-        lock.unlock()
-        log.add(entry)
+        entry._withUnsafeGuaranteedRef { entry in
+            lock.lock()
+            entry.originalSlot = storedValue
+            entry.workingSlot = storedValue
+            entry.begin(firstVersion: storedVersion, hasValidator: validator != nil, retaining: self)
+            lock.unlock()
+        }
+        log._withUnsafeGuaranteedRef { $0.add(Unmanaged.fromOpaque(entry.toOpaque())) }
         return entry
     }
 
@@ -54,7 +58,7 @@ extension State {
     final func makeTransactionOperations() -> TransactionOperations {
         TransactionOperations(
             tellObservation: { entry, isBefore in
-                Self.withContainer(of: unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)) { state in
+                State.withContainer(of: unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)) { state in
                     guard let observation = state.observation.unretained else { return false }
                     if isBefore {
                         observation._withUnsafeGuaranteedRef { $0.willSet() }
@@ -66,7 +70,7 @@ extension State {
             },
             applyLocked: { entry in
                 let entry = unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)
-                return Self.withContainer(of: entry) { state in
+                return State.withContainer(of: entry) { state in
                     if !entry.isAnnounced {
                         if let isEqual = entry.knownEquality {
                             if isEqual { return false }
@@ -85,7 +89,7 @@ extension State {
             },
             publishAndUnlock: { entry, context, mayClaim in
                 let entry = unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)
-                return Self.withContainer(of: entry) { state in
+                return State.withContainer(of: entry) { state in
                     guard state.hasAudience else {
                         state.lock.unlock()
                         return false
@@ -103,7 +107,7 @@ extension State {
             },
             deliverClaimed: { entry, context in
                 let entry = unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)
-                Self.withContainer(of: entry) { state in
+                State.withContainer(of: entry) { state in
                     let change = PendingChange(
                         oldValue: entry.replaced,
                         newValue: entry.working,
@@ -165,15 +169,34 @@ extension State {
     /// The validator checks the working copy against the proposed value at once, so `set` and
     /// `update` throw its refusal inside the body. A throwing body leaves its partial changes, as
     /// outside a transaction, unless there is a validator.
+    ///
+    /// Not inlined, so that the write paths stay small enough to inline.
     @inlinable
+    @inline(never)
     final func writeInTransaction<Result>(
-        _ log: TransactionLog,
+        _ log: Unmanaged<TransactionLog>,
         rejection: inout RejectedWriteError?,
         unlessAlready isUnchanged: (Value) -> Bool,
         assignsWholeValue: Bool,
         _ body: (inout Value) throws -> Result
     ) rethrows -> Result? {
-        let entry = entry(in: log)
+        try entry(in: log)._withUnsafeGuaranteedRef { entry in
+            try writeWorkingCopy(
+                of: entry, rejection: &rejection, unlessAlready: isUnchanged, assignsWholeValue: assignsWholeValue, body
+            )
+        }
+    }
+
+    /// ``writeInTransaction(_:rejection:unlessAlready:assignsWholeValue:_:)`` on the container's
+    /// entry.
+    @inlinable
+    final func writeWorkingCopy<Result>(
+        of entry: TypedTransactionEntry<Value>,
+        rejection: inout RejectedWriteError?,
+        unlessAlready isUnchanged: (Value) -> Bool,
+        assignsWholeValue: Bool,
+        _ body: (inout Value) throws -> Result
+    ) rethrows -> Result? {
         if isUnchanged(entry.working) { return nil }
         // A copy, not `&entry.working`: the body may read the container, which reads the entry.
         var proposed = entry.working
@@ -201,9 +224,10 @@ extension State {
 
     /// ``didModify()`` inside a transaction: the container gets a change at the commit, even if
     /// its value compares equal (a reference mutated in place).
-    final func announceInTransaction(_ log: TransactionLog) {
-        let entry = entry(in: log)
-        entry.isWritten = true
-        entry.isAnnounced = true
+    final func announceInTransaction(_ log: Unmanaged<TransactionLog>) {
+        entry(in: log)._withUnsafeGuaranteedRef { entry in
+            entry.isWritten = true
+            entry.isAnnounced = true
+        }
     }
 }

@@ -20,9 +20,10 @@ class TransactionEntry {
     /// The container's identity, which orders the commit's locks.
     @usableFromInline
     let id: ObjectIdentifier
-    /// The container's lock.
+    /// The container's lock, unretained (the container keeps it), so that taking it retains
+    /// nothing.
     @usableFromInline
-    unowned(unsafe) let lock: Lock
+    let lock: Unmanaged<Lock>
     /// The container's version field; read it with `lock` held.
     @usableFromInline
     let version: UnsafePointer<UInt64>
@@ -80,7 +81,7 @@ class TransactionEntry {
     init(container: AnyObject, lock: Lock, version: UnsafePointer<UInt64>, operations: TransactionOperations) {
         self.container = container
         self.id = ObjectIdentifier(container)
-        self.lock = lock
+        self.lock = .passUnretained(lock)
         self.version = version
         self.operations = operations
     }
@@ -93,10 +94,20 @@ class TransactionEntry {
         retainedContainer = container
     }
 
+    @inlinable
+    final func lockContainer() {
+        lock._withUnsafeGuaranteedRef { $0.lock() }
+    }
+
+    @inlinable
+    final func unlockContainer() {
+        lock._withUnsafeGuaranteedRef { $0.unlock() }
+    }
+
     /// The container's version now.
     final var currentVersion: UInt64 {
-        lock.lock()
-        defer { lock.unlock() }
+        lockContainer()
+        defer { unlockContainer() }
         return version.pointee
     }
 }
@@ -203,32 +214,33 @@ final class TransactionOperations {
         }
     }
 
-    /// The spare entry, if no other transaction took it.
+    /// The spare entry, if no other transaction took it, with the reference the spare slot held.
     @usableFromInline
-    func takeSpare() -> TransactionEntry? {
-        guard let spare = spare.exchange(nil, ordering: .acquiringAndReleasing) else { return nil }
-        return Unmanaged<TransactionEntry>.fromOpaque(spare).takeRetainedValue()
+    func takeSpare() -> Unmanaged<TransactionEntry>? {
+        spare.exchange(nil, ordering: .acquiringAndReleasing).map { Unmanaged.fromOpaque($0) }
     }
 
-    /// Empties `entry` and keeps it as the spare, unless there is one; then lets go of its
-    /// container.
-    func recycle(_ entry: TransactionEntry) {
-        empty(entry)
-        entry.isWritten = false
-        entry.isAnnounced = false
-        entry.knownEquality = nil
-        entry.isChanged = false
-        entry.isClaimed = false
-        entry.isClaimedWithOthers = false
-        entry.isObserved = false
-        entry.recordTimestamp = nil
+    /// Empties `entry` and keeps it as the spare, with the caller's reference, unless there is
+    /// one; then lets go of its container.
+    func recycle(_ entry: Unmanaged<TransactionEntry>) {
         // Moved out rather than copied: each retain and release of a container with weak
         // references costs about 200 instructions.
         var container: AnyObject?
-        swap(&container, &entry.retainedContainer)
-        let raw = Unmanaged.passRetained(entry).toOpaque()
-        if !spare.compareExchange(expected: nil, desired: raw, ordering: .acquiringAndReleasing).exchanged {
-            Unmanaged<TransactionEntry>.fromOpaque(raw).release()
+        entry._withUnsafeGuaranteedRef { entry in
+            empty(entry)
+            entry.isWritten = false
+            entry.isAnnounced = false
+            entry.knownEquality = nil
+            entry.isChanged = false
+            entry.isClaimed = false
+            entry.isClaimedWithOthers = false
+            entry.isObserved = false
+            entry.recordTimestamp = nil
+            swap(&container, &entry.retainedContainer)
+        }
+        if !spare.compareExchange(expected: nil, desired: entry.toOpaque(), ordering: .acquiringAndReleasing).exchanged
+        {
+            entry.release()
         }
         withExtendedLifetime(container) {}
     }

@@ -89,15 +89,16 @@ final class TransactionLog {
         return key
     }()
 
-    /// The calling thread's open transaction, if any.
+    /// The calling thread's open transaction, if any, unretained: the thread's slot keeps it
+    /// alive until the transaction ends.
     ///
-    /// Inlinable, so that a caller that uses the log for the length of one call does not retain
-    /// it (each retain and release is an atomic operation).
+    /// Unretained and inlinable, so that a read or write inside a body does not retain and release
+    /// the log (each an atomic operation).
     @inlinable
-    static var current: TransactionLog? {
+    static var current: Unmanaged<TransactionLog>? {
         guard let pointer = pthread_getspecific(threadKey) else { return nil }
         let log = Unmanaged<TransactionLog>.fromOpaque(pointer)
-        return log._withUnsafeGuaranteedRef { $0.isOpen } ? log.takeUnretainedValue() : nil
+        return log._withUnsafeGuaranteedRef { $0.isOpen } ? log : nil
     }
 
     /// The calling thread's log, made on first use; the thread-specific slot owns it.
@@ -134,20 +135,22 @@ final class TransactionLog {
     /// How many entries a log searches one by one before it keeps an index.
     private static var searchLimit: Int { 8 }
 
-    /// The entry of the container `id` identifies, if the body touched it.
+    /// The entry of the container `id` identifies, if the body touched it; the log keeps it alive
+    /// until the transaction ends.
     @usableFromInline
-    func entry(for id: ObjectIdentifier) -> TransactionEntry? {
+    func entry(for id: ObjectIdentifier) -> Unmanaged<TransactionEntry>? {
         if entries.count <= Self.searchLimit {
             for entry in entries where entry._withUnsafeGuaranteedRef({ $0.id }) == id {
-                return entry.takeUnretainedValue()
+                return entry
             }
             return nil
         }
-        return positions[id].map { entries[$0].takeUnretainedValue() }
+        return positions[id].map { entries[$0] }
     }
 
+    /// Adds `entry`, taking over the caller's reference to it.
     @usableFromInline
-    func add(_ entry: TransactionEntry) {
+    func add(_ entry: Unmanaged<TransactionEntry>) {
         if count == capacity {
             let larger = UnsafeMutablePointer<Unmanaged<TransactionEntry>>.allocate(capacity: capacity * 2)
             larger.moveInitialize(from: storage, count: count)
@@ -155,7 +158,7 @@ final class TransactionLog {
             storage = larger
             capacity *= 2
         }
-        (storage + count).initialize(to: .passRetained(entry))
+        (storage + count).initialize(to: entry)
         count += 1
         if count > Self.searchLimit {
             if positions.isEmpty {
@@ -163,22 +166,22 @@ final class TransactionLog {
                     positions[entry._withUnsafeGuaranteedRef { $0.id }] = position
                 }
             } else {
-                positions[entry.id] = count - 1
+                positions[entry._withUnsafeGuaranteedRef { $0.id }] = count - 1
             }
         }
     }
 
     /// The version `container` had when the body first touched it.
     func firstVersion(of id: ObjectIdentifier) -> UInt64? {
-        entry(for: id)?.firstVersion
+        entry(for: id)?._withUnsafeGuaranteedRef { $0.firstVersion }
     }
 
     /// Forgets every entry, before the body runs again: each goes back to its container as the
     /// spare, holding no value.
     func removeAll() {
         for entry in entries {
-            entry._withUnsafeGuaranteedRef { $0.operations.recycle($0) }
-            entry.release()
+            let operations = entry._withUnsafeGuaranteedRef { Unmanaged.passUnretained($0.operations) }
+            operations._withUnsafeGuaranteedRef { $0.recycle(entry) }
         }
         count = 0
         if !positions.isEmpty { positions.removeAll() }
@@ -241,11 +244,11 @@ final class TransactionLog {
         }
         var isCurrent = true
         forEachEntry { entry in
-            entry.lock.lock()
+            entry.lockContainer()
             if entry.version.pointee != entry.firstVersion { isCurrent = false }
         }
         guard isCurrent else {
-            forEachEntry { $0.lock.unlock() }
+            forEachEntry { $0.unlockContainer() }
             return false
         }
         forEachEntry { entry in
@@ -266,7 +269,7 @@ final class TransactionLog {
                 entry.isClaimed = entry.operations.publishAndUnlock(entry, context, isOutermostDelivery)
                 isAnyClaimed = isAnyClaimed || entry.isClaimed
             } else {
-                entry.lock.unlock()
+                entry.unlockContainer()
             }
         }
         if isAnyClaimed {
