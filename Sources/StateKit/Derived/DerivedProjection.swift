@@ -31,8 +31,8 @@ struct DerivedProjection<Value>: Projection, @unchecked Sendable {
     ) -> Subscription {
         node.subscribe { storage in
             storage.addSubscriber(
-                queue: queue, handler: handler.keeping(node), sendsCurrentValue: sendsCurrentValue,
-                onContainerReleased: onRootReleased)
+                queue: queue, handler: handler, sendsCurrentValue: sendsCurrentValue,
+                onContainerReleased: onRootReleased, keeping: node)
         }
     }
 
@@ -65,8 +65,8 @@ struct DerivedPartProjection<Root, Value: Equatable>: Projection, @unchecked Sen
     ) -> Subscription {
         node.subscribe { storage in
             storage.addSubscriber(
-                to: part.path, queue: queue, handler: handler.keeping(node), sendsCurrentValue: sendsCurrentValue,
-                onRootReleased: onRootReleased)
+                to: part.path, queue: queue, handler: handler, sendsCurrentValue: sendsCurrentValue,
+                onRootReleased: onRootReleased, keeping: node)
         }
     }
 
@@ -85,17 +85,5 @@ extension DerivedNode {
         let subscription = addSubscriber(storage)
         _ = current()
         return subscription
-    }
-}
-
-extension Subscriber.Handler {
-    /// The same handler, holding `owner` for as long as the subscriber lives.
-    func keeping(_ owner: AnyObject) -> Self {
-        switch self {
-        case .value(let body):
-            .value { value in withExtendedLifetime(owner) { body(value) } }
-        case .change(let body):
-            .change { change in withExtendedLifetime(owner) { body(change) } }
-        }
     }
 }

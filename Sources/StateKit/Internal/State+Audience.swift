@@ -12,12 +12,14 @@ extension State: SubscriberOwner {
         queue: DispatchQueue?,
         handler: Subscriber<Value>.Handler,
         sendsCurrentValue: Bool,
-        onContainerReleased: (@Sendable () -> Void)? = nil
+        onContainerReleased: (@Sendable () -> Void)? = nil,
+        keeping keptAlive: AnyObject? = nil
     ) -> Subscription {
         let context = DeliveryContext.current
         lock.lock()
         let subscriber = Subscriber(
-            startVersion: storedVersion, queue: queue, handler: handler, onOwnerReleased: onContainerReleased)
+            startVersion: storedVersion, queue: queue, handler: handler, onOwnerReleased: onContainerReleased,
+            keeping: keptAlive)
         subscriber.owner = self
         audience.subscribers.append(subscriber)
         if subscriber.wantsChanges { audience.changeSubscriberCount += 1 }

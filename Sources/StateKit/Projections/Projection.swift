@@ -175,7 +175,8 @@ extension State {
         queue: DispatchQueue?,
         handler: Subscriber<Part>.Handler,
         sendsCurrentValue: Bool,
-        onRootReleased: (@Sendable () -> Void)? = nil
+        onRootReleased: (@Sendable () -> Void)? = nil,
+        keeping keptAlive: AnyObject? = nil
     ) -> Subscription {
         let context = DeliveryContext.current
         lock.lock()
@@ -189,7 +190,8 @@ extension State {
             audience.projections.append(group)
         }
         let subscriber = Subscriber(
-            startVersion: storedVersion, queue: queue, handler: handler, onOwnerReleased: onRootReleased)
+            startVersion: storedVersion, queue: queue, handler: handler, onOwnerReleased: onRootReleased,
+            keeping: keptAlive)
         subscriber.owner = self
         subscriber.group = group
         group.subscribers.append(subscriber)

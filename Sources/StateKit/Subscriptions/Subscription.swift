@@ -116,16 +116,21 @@ final class Subscriber<Element>: SubscriptionEntry, @unchecked Sendable {
     /// Called if the container goes away while this subscriber is live (a `let`: a class `var`
     /// would cost a run-time exclusivity check on every subscribe).
     let onOwnerReleased: (@Sendable () -> Void)?
+    /// What the subscriber keeps alive for as long as it lives: a derived state's engine, which a
+    /// subscription to it keeps (as a Combine `AnyCancellable` keeps its chain).
+    private let keptAlive: AnyObject?
 
     init(
         startVersion: UInt64,
         queue: DispatchQueue?,
         handler: Handler,
-        onOwnerReleased: (@Sendable () -> Void)? = nil
+        onOwnerReleased: (@Sendable () -> Void)? = nil,
+        keeping keptAlive: AnyObject? = nil
     ) {
         self.handler = handler
         self.queue = queue
         self.onOwnerReleased = onOwnerReleased
+        self.keptAlive = keptAlive
         super.init(startVersion: startVersion)
     }
 
