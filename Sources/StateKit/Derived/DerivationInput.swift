@@ -16,6 +16,7 @@ extension State: DerivationLeaf {
 
     /// The current value, as ``State/value`` reads it but without registering the read with
     /// Observation: what a derived state's computation reads.
+    @usableFromInline
     final var untrackedValue: Value {
         if isAnyTransactionOpen, let log = TransactionLog.current { return transactionalValue(in: log) }
         lock.lock()

@@ -39,6 +39,7 @@
 public final class DerivedState<Value: Equatable>: Observed<Value> {
     let node: DerivedNode<Value>
 
+    @usableFromInline
     init(node: DerivedNode<Value>) {
         self.node = node
         super.init(DerivedProjection(node: node))
@@ -56,18 +57,18 @@ public final class DerivedState<Value: Equatable>: Observed<Value> {
     ///   - key: The key that names it in diagnostics and recorders.
     ///   - sources: Containers, projections or derived states.
     ///   - compute: Computes the value from the sources' values, in the order given.
+    ///
+    /// Inlinable, so that a derived state of containers computes and publishes in code specialised
+    /// for their types (see ``DerivedNode/overContainers(key:_:isDuplicate:compute:)``).
+    @inlinable
     public convenience init<each Source: StateSource>(
         key: String,
         _ sources: repeat each Source,
         compute: @escaping @Sendable (repeat (each Source).Value) -> Value
     ) {
-        let projections = (repeat (each sources).readOnly.projection)
-        var inputs: [DerivationInput] = []
-        for projection in repeat each projections { inputs += projection.derivationInputs }
-        let node = DerivedNode<Value>(key: key, inputs: inputs, isDuplicate: ==) {
-            compute(repeat (each projections).readUntracked())
-        }
-        self.init(node: node)
+        self.init(
+            node: DerivedNode.overContainers(key: key, repeat each sources, isDuplicate: ==, compute: compute)
+                ?? DerivedNode.overSources(key: key, repeat each sources, compute: compute))
     }
 
     /// Creates a derived state computed by `compute` from the values of `sources`, named after
@@ -78,6 +79,7 @@ public final class DerivedState<Value: Equatable>: Observed<Value> {
     /// let quantity = MonitoredState(2, key: "quantity")
     /// let total = DerivedState(price, quantity) { price, quantity in price * quantity }
     /// ```
+    @inlinable
     public convenience init<each Source: StateSource>(
         _ sources: repeat each Source,
         compute: @escaping @Sendable (repeat (each Source).Value) -> Value

@@ -23,6 +23,7 @@ extension MonitoredState {
     /// ```swift
     /// let doubled = counter.map { $0 * 2 }
     /// ```
+    @inlinable
     public func map<Derived: Equatable>(_ transform: @escaping @Sendable (Value) -> Derived) -> DerivedState<Derived> {
         DerivedState(key: key + ".map", self, compute: transform)
     }

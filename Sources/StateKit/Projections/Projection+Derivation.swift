@@ -3,15 +3,20 @@
 /// container do not make the derived state compute again.
 extension WholeProjection {
     var derivationInputs: [DerivationInput] {
-        let root = self.root
-        return [
-            DerivationInput(leaf: root, id: ObjectIdentifier(root)) { changed in
-                root.addSubscriber(queue: nil, handler: .value { _ in changed() }, sendsCurrentValue: false)
-            }
-        ]
+        [root.wholeDerivationInput]
     }
 
     func readUntracked() -> Root { root.untrackedValue }
+}
+
+extension State {
+    /// The container as a whole, as a derived state computed from it watches it.
+    @usableFromInline
+    final var wholeDerivationInput: DerivationInput {
+        DerivationInput(leaf: self, id: ObjectIdentifier(self)) { changed in
+            self.addSubscriber(queue: nil, handler: .value { _ in changed() }, sendsCurrentValue: false)
+        }
+    }
 }
 
 extension KeyPathProjection {
