@@ -29,9 +29,10 @@
 /// - **Lifetime.** Holding a derived state (or a live subscription to it) keeps its sources
 ///   alive; its sources keep nothing of it beyond its subscriptions to them, which end with it.
 ///
-/// It computes by re-reading its sources' current values under a lock of its own and keeps a
-/// result only if none of the containers behind them changed meanwhile; see
-/// <doc:Transactions> for how this fits with transactions.
+/// It computes by re-reading its sources' current values: from containers, under all their locks
+/// at once; through derived states and key paths, keeping a result only if none of the
+/// containers behind them changed meanwhile. See <doc:Transactions> for how this fits with
+/// transactions.
 ///
 /// - Note: All operations on `DerivedState` are thread-safe. The computation runs on the thread
 ///   that writes a source (with subscribers) or that reads the value (without), one at a time:

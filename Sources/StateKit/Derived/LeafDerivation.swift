@@ -134,22 +134,24 @@ final class LeafDerivation<Value>: @unchecked Sendable {
             isAnnouncedByHand: false,
             origin: context.id
         )
-        let subscribers = storage.audience.subscribers
-        let others = storage.audience.hasProjectionsOrListeners ? storage.audience : nil
-        storage.lock.unlock()
-        observation.tellChanged()
         if isDelivering {
             // After the current delivery, as any write made inside a handler is: this thread holds
             // the claim until then, so these are its own.
             claimedChange = change
-            claimedSubscribers = subscribers
-            claimedOthers = others
+            claimedSubscribers = storage.audience.subscribers
+            if storage.audience.hasProjectionsOrListeners { claimedOthers = storage.audience }
+            storage.lock.unlock()
+            observation.tellChanged()
             context.enqueue(
                 PendingDelivery(container: self) { derivation, context in
                     unsafeDowncast(derivation, to: LeafDerivation<Value>.self).deliverClaimed(in: context)
                 })
             return value
         }
+        let subscribers = storage.audience.subscribers
+        let others = storage.audience.hasProjectionsOrListeners ? storage.audience : nil
+        storage.lock.unlock()
+        observation.tellChanged()
         context.beginOutermost()
         storage.notify(change, subscribers: subscribers, others: others)
         storage.finishDelivery(in: context)

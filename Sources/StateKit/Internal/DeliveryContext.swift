@@ -125,8 +125,8 @@ struct DeliveryContext {
 
     /// Queues a container this thread has claimed; the outermost delivery drains it.
     @usableFromInline
-    func enqueue(_ delivery: PendingDelivery) {
-        queue.append(delivery)
+    func enqueue(_ delivery: consuming PendingDelivery) {
+        queue.append(consume delivery)
     }
 
     /// Marks this thread as delivering; ``endOutermost()`` must follow.

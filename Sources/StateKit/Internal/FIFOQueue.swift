@@ -28,8 +28,10 @@ struct FIFOQueue<Element> {
     @inlinable
     var first: Element? { head < slots.count ? slots[head] : nil }
 
+    /// Appends `element`, taking it over: a caller that gives its copy away retains and releases
+    /// nothing (`__owned`: `consuming` made unspecialised callers copy it through its witness).
     @inlinable
-    mutating func append(_ element: Element) {
+    mutating func append(_ element: __owned Element) {
         slots.append(element)
     }
 
