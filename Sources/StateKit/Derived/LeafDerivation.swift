@@ -130,7 +130,9 @@ final class LeafDerivation<Value>: @unchecked Sendable {
             newValue: value,
             version: storage.storedVersion,
             timestamp: oldValue == nil ? nil : Date(),
-            depth: isDelivering ? context.depth + 1 : 0,
+            // The step of the change that caused it, as a projection's change is: only a
+            // handler's write adds a step to a chain.
+            depth: isDelivering ? max(context.depth, 0) : 0,
             isAnnouncedByHand: false,
             origin: context.id
         )
