@@ -24,16 +24,28 @@ let package = Package(
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "StateKit", package: "StateKit"),
                 .product(name: "OpenCombine", package: "OpenCombine"),
+                "CombinePeers",
             ],
             path: "Benchmarks/StateKitBenchmarks",
             // Swift 5 mode: the seed article's code predates strict concurrency checking.
             swiftSettings: [.swiftLanguageMode(.v5)],
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // Peers written here, shared by the benchmarks and the profiling driver.
+        .target(
+            name: "CombinePeers",
+            dependencies: [.product(name: "OpenCombine", package: "OpenCombine")],
+            // Swift 5 mode, as the benchmarks: OpenCombine's types are not `Sendable`.
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
         // A driver for Scripts/profile.sh: one scenario under callgrind.
         .executableTarget(
             name: "StateKitProfile",
-            dependencies: [.product(name: "StateKit", package: "StateKit")],
+            dependencies: [
+                .product(name: "StateKit", package: "StateKit"),
+                .product(name: "OpenCombine", package: "OpenCombine"),
+                "CombinePeers",
+            ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
     ]

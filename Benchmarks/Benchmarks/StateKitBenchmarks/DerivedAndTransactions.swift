@@ -1,5 +1,6 @@
 import Benchmark
 import Observation
+import CombinePeers
 import OpenCombine
 import StateKit
 

@@ -1,5 +1,7 @@
 // Drives one StateKit scenario for callgrind, which counts instructions repeatably on a shared
 // machine. Only `measured(_:_:)` is counted when run as Scripts/profile.sh does.
+import CombinePeers
+import OpenCombine
 import StateKit
 
 struct Grid: Equatable, Sendable {
@@ -108,6 +110,16 @@ case "derived2":
         (next & 1 == 0 ? a : b).modify(next)
     }
     withExtendedLifetime(token) {}
+case "combine2":
+    // derived2's peer: Combine's combineLatest of 2 subjects, mapped to their sum, with one sink.
+    let a = CurrentValueSubject<Int, Never>(0)
+    let b = CurrentValueSubject<Int, Never>(0)
+    let sink = CombineLatestPublisher(a: a, b: b).map { $0 + $1 }.sink { _ in }
+    measured(count) {
+        next &+= 1
+        (next & 1 == 0 ? a : b).value = next
+    }
+    withExtendedLifetime(sink) {}
 case "chain":
     // A chain of 1,000 derived states with one subscriber at the end; each write changes the root.
     let root = MonitoredState(0, key: "root")

@@ -8,14 +8,22 @@ import Synchronization
 /// two downstream on every value from either, under one lock, with unlimited demand (what `sink`
 /// requests). Without demand bookkeeping or completion handling it is, if anything, cheaper than
 /// Combine's own.
-struct CombineLatestPublisher<A: Publisher, B: Publisher>: Publisher where A.Failure == Never, B.Failure == Never {
-    typealias Output = (A.Output, B.Output)
-    typealias Failure = Never
+///
+/// A module of its own, so that the benchmarks and `profile.sh` (`combine2`) run the same code.
+public struct CombineLatestPublisher<A: Publisher, B: Publisher>: Publisher
+where A.Failure == Never, B.Failure == Never {
+    public typealias Output = (A.Output, B.Output)
+    public typealias Failure = Never
 
     let a: A
     let b: B
 
-    func receive<S: OpenCombine.Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Never {
+    public init(a: A, b: B) {
+        self.a = a
+        self.b = b
+    }
+
+    public func receive<S: OpenCombine.Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Never {
         let inner = Inner(downstream: subscriber)
         subscriber.receive(subscription: inner)
         a.subscribe(Side(inner: inner, receive: { inner.receiveA($0) }))
