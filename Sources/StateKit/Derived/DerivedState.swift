@@ -59,8 +59,8 @@ public final class DerivedState<Value: Equatable>: Observed<Value> {
     ///   - sources: Containers, projections or derived states.
     ///   - compute: Computes the value from the sources' values, in the order given.
     ///
-    /// Inlinable, so that a derived state of containers computes and publishes in code specialised
-    /// for their types (see ``DerivedNode/overContainers(key:_:isDuplicate:compute:)``).
+    /// Inlinable: a derived state whose sources are all containers computes and publishes in code
+    /// specialised for their types, made where it is created.
     @inlinable
     public convenience init<each Source: StateSource>(
         key: String,
