@@ -5,7 +5,6 @@
 /// it and its handlers run at ``end()`` (or, if the thread was already delivering, after the
 /// current delivery). A handler may then read or write whatever the lock guarded without
 /// deadlocking, and the writes made under the lock keep their order.
-@usableFromInline
 struct DeferredDelivery {
     private let context: DeliveryContext
     private let isOutermost: Bool
@@ -16,7 +15,6 @@ struct DeferredDelivery {
     }
 
     /// Starts holding back deliveries on this thread.
-    @usableFromInline
     static func begin() -> DeferredDelivery {
         let context = DeliveryContext.current
         let isOutermost = !context.isDelivering
@@ -30,7 +28,6 @@ struct DeferredDelivery {
     }
 
     /// Runs the handlers held back, unless an outer delivery on this thread will.
-    @usableFromInline
     func end() {
         if isOutermost { context.endOutermost() }
     }

@@ -62,7 +62,7 @@ final class DerivedNode<Value>: @unchecked Sendable {
     }
 
     /// A node over containers that computes as `LeafDerivation` does; see
-    /// ``overContainers(key:_:compute:)``.
+    /// ``overContainers(key:_:isDuplicate:compute:)``.
     @usableFromInline
     init(
         key: String,
