@@ -85,11 +85,16 @@ final class DerivedNode<Value>: @unchecked Sendable {
         self.engine = .leaves(leaves)
     }
 
-    /// Subscribes `changed` to every input, for as long as the node lives: what a node made over
-    /// containers does once made, with a function specialised for its types.
-    @usableFromInline
-    func watchInputs(_ changed: @escaping () -> Void) {
+    /// Subscribes `changed` to every input, for as long as the node lives.
+    private func watchInputs(_ changed: @escaping () -> Void) {
         watches = inputs.map { input in input.watch(changed) }
+    }
+
+    /// Keeps `watches` for as long as the node lives: what a node made over containers does with
+    /// the subscriptions it makes, once made, with a function specialised for its types.
+    @usableFromInline
+    func keep(watches: [Subscription]) {
+        self.watches = watches
     }
 
     /// A node computed by `compute` from `sources` (containers, projections or derived states),

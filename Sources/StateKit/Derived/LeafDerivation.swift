@@ -13,9 +13,10 @@ import Foundation
 /// identity), under the storage's lock, which orders computations and publications: the
 /// storage's versions follow the order of computation. A new value is delivered by the thread
 /// that computed it once the lock is released, as a plain write is: at once outside any
-/// delivery; from inside one (a handler of the source that changed), after it, through the
-/// thread's trampoline, without going through the storage's queue. If someone else is
-/// delivering the storage, the change is queued for them.
+/// delivery; from inside one, after it, without going through the storage's queue. Computed
+/// because a source changed, it is handed on by the source's delivery once the source's handlers
+/// have run (unless something is queued on the thread already); otherwise it goes through the
+/// thread's trampoline. If someone else is delivering the storage, the change is queued for them.
 @usableFromInline
 final class LeafDerivation<Value>: @unchecked Sendable {
     /// Reads the sources under their locks and, if a version differs from the one in
@@ -80,18 +81,18 @@ final class LeafDerivation<Value>: @unchecked Sendable {
         return refreshAndUnlock()
     }
 
-    /// A source changed. With subscribers, compute now; otherwise only tell Observation that the
-    /// value may have changed (as an `@Observable` computed property's stored inputs do) and
-    /// compute when it is read.
+    /// A source changed, and `context`'s thread is delivering it. With subscribers, compute now;
+    /// otherwise only tell Observation that the value may have changed (as an `@Observable`
+    /// computed property's stored inputs do) and compute when it is read.
     @inlinable
-    func inputChanged() {
+    func inputChanged(in context: DeliveryContext) {
         storage.lock.lock()
         guard storage.hasAudience else {
             storage.lock.unlock()
             observation.tellChanged()
             return
         }
-        _ = refreshAndUnlock()
+        _ = refreshAndUnlock(sourceDelivery: context)
     }
 
     /// Computes the value if a source moved and publishes it, unless `isDuplicate` says it matches
@@ -100,10 +101,12 @@ final class LeafDerivation<Value>: @unchecked Sendable {
     /// Called with the storage's lock held, which orders computations and publications: each
     /// computes from versions no older than the last, and the storage's versions follow.
     /// Observation is told here only while the storage has subscribers: without, it was told when
-    /// the source changed (see ``inputChanged()``).
+    /// the source changed (see ``inputChanged(in:)``).
+    /// - Parameter sourceDelivery: The context of a source's delivery that is calling, if one is,
+    ///   which can then hand the change on (``DeliveryContext/holdDerivedChange(of:deliver:)``).
     /// - Returns: The value now published.
     @inlinable
-    func refreshAndUnlock() -> Value {
+    func refreshAndUnlock(sourceDelivery: DeliveryContext? = nil) -> Value {
         let storage = self.storage
         guard let value = read(versions), !isDuplicate(storage.storedValue, value) else {
             defer { storage.lock.unlock() }
@@ -116,7 +119,7 @@ final class LeafDerivation<Value>: @unchecked Sendable {
             storage.lock.unlock()
             return value
         }
-        let context = DeliveryContext.current
+        let context = sourceDelivery ?? DeliveryContext.current
         guard storage.mayClaimLocked else {
             // Queued for whoever delivers the storage.
             storage.scheduleChangeAndUnlock(oldValue: oldValue, announcedByHand: false, in: context)
@@ -144,10 +147,14 @@ final class LeafDerivation<Value>: @unchecked Sendable {
             if storage.audience.hasProjectionsOrListeners { claimedOthers = storage.audience }
             storage.lock.unlock()
             observation.tellChanged()
-            context.enqueue(
-                PendingDelivery(container: self) { derivation, context in
-                    unsafeDowncast(derivation, to: LeafDerivation<Value>.self).deliverClaimed(in: context)
-                })
+            let deliver = { (derivation: AnyObject, context: DeliveryContext) in
+                unsafeDowncast(derivation, to: LeafDerivation<Value>.self).deliverClaimed(in: context)
+            }
+            if sourceDelivery != nil && context.mayHoldDerivedChange {
+                context.holdDerivedChange(of: self, deliver: deliver)
+            } else {
+                context.enqueue(PendingDelivery(container: self, deliver: deliver))
+            }
             return value
         }
         let subscribers = storage.audience.subscribers
@@ -155,14 +162,14 @@ final class LeafDerivation<Value>: @unchecked Sendable {
         storage.lock.unlock()
         observation.tellChanged()
         context.beginOutermost()
-        storage.notify(change, subscribers: subscribers, others: others)
+        storage.notify(change, subscribers: subscribers, others: others, in: context)
         storage.finishDelivery(in: context)
         context.endOutermost()
         return value
     }
 
-    /// Delivers the change ``refreshAndUnlock()`` claimed the storage's delivery for from inside
-    /// a delivery, then what was queued for the storage meanwhile.
+    /// Delivers the change that ``refreshAndUnlock(sourceDelivery:)`` claimed the storage's
+    /// delivery for from inside a delivery, then what was queued for the storage meanwhile.
     @inlinable
     func deliverClaimed(in context: DeliveryContext) {
         let change = claimedChange.unsafelyUnwrapped
@@ -172,8 +179,10 @@ final class LeafDerivation<Value>: @unchecked Sendable {
         let others = claimedOthers
         claimedOthers = nil
         if change.depth == 0 || storage.admitChainStep(depth: change.depth, version: change.version, in: context) {
+            let depth = context.depth
             context.depth = change.depth
-            storage.notify(change, subscribers: subscribers, others: others)
+            storage.notify(change, subscribers: subscribers, others: others, in: context)
+            context.depth = depth
         }
         storage.finishDelivery(in: context)
     }
@@ -186,6 +195,16 @@ extension State {
     @usableFromInline
     final var valueField: UnsafePointer<Value> {
         UnsafePointer(fields.pointer(to: \.value)!)
+    }
+
+    /// Subscribes a derived state's `changed` to the container's changes, from the next one on;
+    /// each call is handed `watcher`, which the subscription keeps.
+    @usableFromInline
+    final func watch(
+        by watcher: AnyObject,
+        _ changed: @escaping (_ watcher: Unmanaged<AnyObject>, DeliveryContext) -> Void
+    ) -> Subscription {
+        addSubscriber(queue: nil, handler: .sourceChanged(changed), sendsCurrentValue: false, keeping: watcher)
     }
 }
 
@@ -212,7 +231,22 @@ extension DerivedNode {
         for source in repeat each sources {
             guard source is any DerivationLeaf else { return nil }
         }
-        let containers = (repeat (each sources).asContainer)
+        return overContainers(key: key, repeat (each sources).asContainer, isDuplicate: isDuplicate, compute: compute)
+    }
+
+    /// A node computed by `compute` from `containers`.
+    ///
+    /// Generic over the values, not the sources: reads of `(each Source).Value` in a pack
+    /// expansion looked up the associated type and copied through its value witnesses on every
+    /// computation, even specialised.
+    @inlinable
+    static func overContainers<each Input>(
+        key: String,
+        _ containers: repeat State<each Input>,
+        isDuplicate: @escaping (Value, Value) -> Bool,
+        compute: @escaping (repeat each Input) -> Value
+    ) -> DerivedNode {
+        let containers = (repeat each containers)
         let values = (repeat (each containers).valueField)
         var inputs: [DerivationInput] = []
         var versionFields: [UnsafePointer<UInt64>] = []
@@ -247,7 +281,19 @@ extension DerivedNode {
             return derivation!
         }
         // Made here, so that each change of a source runs code specialised for these types.
-        node.watchInputs { [derivation = derivation!] in derivation.inputChanged() }
+        let changed = { (derivation: Unmanaged<AnyObject>, context: DeliveryContext) in
+            derivation._withUnsafeGuaranteedRef {
+                unsafeDowncast($0, to: LeafDerivation<Value>.self).inputChanged(in: context)
+            }
+        }
+        var watched: Set<ObjectIdentifier> = []
+        var watches: [Subscription] = []
+        for container in repeat each containers {
+            if watched.insert(ObjectIdentifier(container)).inserted {
+                watches.append(container.watch(by: derivation!, changed))
+            }
+        }
+        node.keep(watches: watches)
         return node
     }
 }

@@ -26,6 +26,24 @@ struct PendingDelivery {
     }
 }
 
+/// A derived state's change, computed while one of its sources was delivered, that the source's
+/// delivery hands on as soon as the source's own handlers have run; see
+/// ``DeliveryContext/holdDerivedChange(of:deliver:)``.
+///
+/// The derived state is not retained: the source's subscriber list, which the delivery holds
+/// until it hands the change on, keeps it alive.
+@usableFromInline
+struct HeldDerivedChange {
+    let derivation: Unmanaged<AnyObject>
+    let deliver: (AnyObject, DeliveryContext) -> Void
+
+    @usableFromInline
+    init(derivation: AnyObject, deliver: @escaping (AnyObject, DeliveryContext) -> Void) {
+        self.derivation = .passUnretained(derivation)
+        self.deliver = deliver
+    }
+}
+
 /// Per-thread delivery bookkeeping: the trampoline that keeps handler-triggered writes flat.
 ///
 /// A write made inside a handler must not deliver recursively (a 10,000-step chain of
@@ -50,6 +68,12 @@ struct DeliveryContext {
         var recentKeys: [String] = []
         @usableFromInline
         var queue = FIFOQueue<PendingDelivery>()
+        @usableFromInline
+        var heldDerivedChange: HeldDerivedChange?
+        /// Set while a transaction's commit delivers its containers one after another, so that
+        /// derived changes wait for all of them (through the queue).
+        @usableFromInline
+        var postponesDerivedChanges = false
     }
 
     /// Identifies a thread's context, so a deliverer can tell the deliveries its own thread
@@ -59,6 +83,11 @@ struct DeliveryContext {
 
     @usableFromInline
     let fields: UnsafeMutablePointer<Fields>
+
+    @usableFromInline
+    init(fields: UnsafeMutablePointer<Fields>) {
+        self.fields = fields
+    }
 
     /// This thread's identity among deliverers.
     @inlinable
@@ -96,7 +125,8 @@ struct DeliveryContext {
         nonmutating _modify { yield &fields.pointee.queue }
     }
 
-    private static let threadKey: pthread_key_t = {
+    @usableFromInline
+    static let threadKey: pthread_key_t = {
         var key = pthread_key_t()
         let error = pthread_key_create(&key) { pointer in
             #if canImport(Darwin)
@@ -112,11 +142,17 @@ struct DeliveryContext {
     }()
 
     /// The calling thread's context, created on first use.
-    @usableFromInline
+    @inlinable
     static var current: DeliveryContext {
         if let pointer = pthread_getspecific(threadKey) {
             return DeliveryContext(fields: pointer.assumingMemoryBound(to: Fields.self))
         }
+        return makeCurrent()
+    }
+
+    /// Creates the calling thread's context, which it has none of yet.
+    @usableFromInline
+    static func makeCurrent() -> DeliveryContext {
         let fields = UnsafeMutablePointer<Fields>.allocate(capacity: 1)
         fields.initialize(to: Fields())
         pthread_setspecific(threadKey, fields)
@@ -127,6 +163,41 @@ struct DeliveryContext {
     @usableFromInline
     func enqueue(_ delivery: consuming PendingDelivery) {
         queue.append(consume delivery)
+    }
+
+    /// Whether a derived state that computed a change while one of its sources was delivered may
+    /// have the source's delivery hand it on (``holdDerivedChange(of:deliver:)``): only while
+    /// nothing is queued on this thread, so it still comes after everything queued before it.
+    @inlinable
+    var mayHoldDerivedChange: Bool {
+        fields.pointee.heldDerivedChange == nil && fields.pointee.queue.isEmpty
+            && !fields.pointee.postponesDerivedChanges
+    }
+
+    /// Keeps a derived state's change for the source's delivery running on this thread, which
+    /// hands it on once the source's handlers have run (``deliverHeldDerivedChange()``), where
+    /// the queue would have delivered it next: the change costs no queueing, and no retain.
+    ///
+    /// Call it only from a handler run by a container's ``State/notify(_:subscribers:others:in:)``
+    /// (which hands the change on, while the subscriber list it holds keeps `derivation` alive),
+    /// and only if ``mayHoldDerivedChange``.
+    @inlinable
+    func holdDerivedChange(of derivation: AnyObject, deliver: @escaping (AnyObject, DeliveryContext) -> Void) {
+        fields.pointee.heldDerivedChange = HeldDerivedChange(derivation: derivation, deliver: deliver)
+    }
+
+    /// Hands on the derived change held during the delivery that is finishing, if any.
+    @inlinable
+    func deliverHeldDerivedChange() {
+        if fields.pointee.heldDerivedChange != nil { deliverHeld() }
+    }
+
+    /// Hands on the held derived change (the caller checked that there is one).
+    @usableFromInline
+    func deliverHeld() {
+        let held = fields.pointee.heldDerivedChange.unsafelyUnwrapped
+        fields.pointee.heldDerivedChange = nil
+        held.derivation._withUnsafeGuaranteedRef { held.deliver($0, self) }
     }
 
     /// Marks this thread as delivering; ``endOutermost()`` must follow.
@@ -140,6 +211,7 @@ struct DeliveryContext {
     /// they were claimed, then marks this thread as no longer delivering.
     @inlinable
     func endOutermost() {
+        assert(fields.pointee.heldDerivedChange == nil, "a held derived change was not handed on")
         if fields.pointee.queue.isEmpty && fields.pointee.recentKeys.isEmpty {
             depth = 0
             isDelivering = false

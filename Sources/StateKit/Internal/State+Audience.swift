@@ -46,7 +46,8 @@ extension State: SubscriberOwner {
             subscriber.receive(
                 StateChange(key: key, oldValue: current, newValue: current, version: version, timestamp: Date()),
                 value: current,
-                depth: depth
+                depth: depth,
+                in: context
             )
         }
         scheduleAndUnlock(.initialValue(depth: depth, origin: context.id, deliver: deliver), in: context)

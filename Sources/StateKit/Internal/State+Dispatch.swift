@@ -44,7 +44,7 @@ extension State {
         let others = audience.hasProjectionsOrListeners ? audience : nil
         lock.unlock()
         context.beginOutermost()
-        notify(change, subscribers: subscribers, others: others)
+        notify(change, subscribers: subscribers, others: others, in: context)
         finishDelivery(in: context)
         context.endOutermost()
     }
@@ -66,19 +66,23 @@ extension State {
         }
     }
 
-    /// Hands `change` to the subscribers, then to the projections and listeners of `others`.
+    /// Hands `change` to the subscribers, then to the projections and listeners of `others`,
+    /// then hands on the change of a derived state that one of the subscribers computed (see
+    /// ``DeliveryContext/holdDerivedChange(of:deliver:)``).
     @inlinable
     final func notify(
         _ change: PendingChange<Value>,
         subscribers: ContiguousArray<Subscriber<Value>>,
-        others: Audience<Value>?
+        others: Audience<Value>?,
+        in context: DeliveryContext
     ) {
         for subscriber in subscribers where subscriber.startVersion < change.version {
-            subscriber.receive(record(of: change), value: change.newValue, depth: change.depth)
+            subscriber.receive(record(of: change), value: change.newValue, depth: change.depth, in: context)
         }
         if let others {
             notifyProjectionsAndListeners(change, audience: others)
         }
+        withExtendedLifetime(subscribers) { context.deliverHeldDerivedChange() }
     }
 
     /// The public record of `change`.
@@ -228,7 +232,7 @@ extension State {
             didModify()
             context.containerRunningHook = saved
         }
-        notify(change, subscribers: audience.subscribers, others: audience)
+        notify(change, subscribers: audience.subscribers, others: audience, in: context)
     }
 
     /// Whether a handler-triggered change may be delivered, or is the step that closes a cycle.

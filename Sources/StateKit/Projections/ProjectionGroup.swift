@@ -80,7 +80,8 @@ final class KeyPathGroup<Root, Part: Equatable>: ProjectionGroup<Root> {
                 StateChange(
                     key: key, oldValue: oldPart, newValue: part, version: version, timestamp: timestamp ?? Date()),
                 value: part,
-                depth: depth
+                depth: depth,
+                in: .current
             )
         }
     }

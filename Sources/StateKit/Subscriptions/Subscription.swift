@@ -105,6 +105,12 @@ final class Subscriber<Element>: SubscriptionEntry, @unchecked Sendable {
     enum Handler {
         case value((Element) -> Void)
         case change((StateChange<Element>) -> Void)
+        /// A derived state's watch of one of its sources: told of each change with the object
+        /// the subscriber keeps (the derived state's engine, see ``LeafDerivation``) and the
+        /// context of the thread delivering it, which it hands its own change to. Handed what it
+        /// needs, unretained (the subscriber keeps it), the function captures nothing, so a call
+        /// retains nothing.
+        case sourceChanged((Unmanaged<AnyObject>, DeliveryContext) -> Void)
     }
 
     @usableFromInline
@@ -117,8 +123,10 @@ final class Subscriber<Element>: SubscriptionEntry, @unchecked Sendable {
     /// would cost a run-time exclusivity check on every subscribe).
     let onOwnerReleased: (@Sendable () -> Void)?
     /// What the subscriber keeps alive for as long as it lives: a derived state's engine, which a
-    /// subscription to it keeps (as a Combine `AnyCancellable` keeps its chain).
-    private let keptAlive: AnyObject?
+    /// subscription to it keeps (as a Combine `AnyCancellable` keeps its chain), or which watches
+    /// a source through it (``Handler/sourceChanged(_:)``).
+    @usableFromInline
+    let keptAlive: AnyObject?
 
     init(
         startVersion: UInt64,
@@ -147,14 +155,20 @@ final class Subscriber<Element>: SubscriptionEntry, @unchecked Sendable {
     }
 
     /// Hands `change` to the handler, on its queue if it has one. `depth` is the change's place in
-    /// a chain of handler-triggered writes.
+    /// a chain of handler-triggered writes; `context` is the delivering thread's.
     @inlinable
-    func receive(_ change: @autoclosure () -> StateChange<Element>, value: Element, depth: Int) {
+    func receive(
+        _ change: @autoclosure () -> StateChange<Element>,
+        value: Element,
+        depth: Int,
+        in context: @autoclosure () -> DeliveryContext
+    ) {
         guard isActive else { return }
         guard let queue else {
             switch handler {
             case .value(let body): body(value)
             case .change(let body): body(change())
+            case .sourceChanged(let body): body(.passUnretained(keptAlive.unsafelyUnwrapped), context())
             }
             return
         }
@@ -164,6 +178,7 @@ final class Subscriber<Element>: SubscriptionEntry, @unchecked Sendable {
         case .change(let body):
             let record = change()
             call = { body(record) }
+        case .sourceChanged(let body): call = { [self] in body(.passUnretained(keptAlive.unsafelyUnwrapped), .current) }
         }
         enqueue(call, on: queue, depth: depth)
     }

@@ -127,7 +127,7 @@ extension State {
                         others = state.audience.hasProjectionsOrListeners ? state.audience : nil
                         state.lock.unlock()
                     }
-                    state.notify(change, subscribers: subscribers, others: others)
+                    state.notify(change, subscribers: subscribers, others: others, in: context)
                     state.finishDelivery(in: context)
                 }
             },

@@ -274,9 +274,13 @@ final class TransactionLog {
         }
         if isAnyClaimed {
             context.depth = 0
+            // A derived state's handlers run after every container's of the transaction.
+            let postponed = context.fields.pointee.postponesDerivedChanges
+            context.fields.pointee.postponesDerivedChanges = true
             forEachEntry { entry in
                 if entry.isClaimed { entry.operations.deliverClaimed(entry, context) }
             }
+            context.fields.pointee.postponesDerivedChanges = postponed
         }
         if isOutermostDelivery { context.endOutermost() }
         return true

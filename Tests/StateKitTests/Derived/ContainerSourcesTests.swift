@@ -62,6 +62,92 @@ import Testing
         withExtendedLifetime((sumSubscription, relay)) {}
     }
 
+    @Test func aTransactionsDerivedChangeComesAfterEveryContainersHandlers() {
+        let a = MonitoredState(0, key: uniqueKey("a"))
+        let b = MonitoredState(0, key: uniqueKey("b"))
+        let sum = DerivedState(a, b) { $0 + $1 }
+        let calls = Collector<String>()
+        let subscriptions = [
+            sum.subscribe { calls.append("sum \($0)") },
+            a.subscribe { calls.append("a \($0)") },
+            b.subscribe { calls.append("b \($0)") },
+        ]
+        withStateTransaction {
+            a ~> 1
+            b ~> 2
+        }
+        // The commit delivers the containers in an order of its own; the derived state, after both.
+        #expect(calls.all.count == 6)
+        #expect(Set(calls.all.dropFirst(3).prefix(2)) == ["a 1", "b 2"])
+        #expect(calls.all.last == "sum 3")
+        subscriptions.forEach { $0.cancel() }
+    }
+
+    @Test func writesOfADerivedStatesHandlerWaitForTheOtherDerivedStatesOfTheChange() {
+        let a = MonitoredState(0, key: uniqueKey("a"))
+        let c = MonitoredState(0, key: uniqueKey("c"))
+        let doubled = a.map { $0 * 2 }
+        let tripled = a.map { $0 * 3 }
+        let calls = Collector<String>()
+        let subscriptions = [
+            doubled.subscribe { value in
+                calls.append("doubled \(value)")
+                if value > 0 { c ~> value }
+            },
+            tripled.subscribe { calls.append("tripled \($0)") },
+            c.subscribe { calls.append("c \($0)") },
+        ]
+        a ~> 1
+        #expect(calls.all == ["doubled 0", "tripled 0", "c 0", "doubled 2", "tripled 3", "c 2"])
+        subscriptions.forEach { $0.cancel() }
+    }
+
+    @Test func aWriteQueuedBeforeTheComputationIsDeliveredBeforeTheDerivedChange() {
+        let a = MonitoredState(0, key: uniqueKey("a"))
+        let c = MonitoredState(0, key: uniqueKey("c"))
+        let calls = Collector<String>()
+        // Subscribed before the derived state exists, so it writes `c` before the derived state
+        // computes: `c`'s change was made first, and is delivered first.
+        let relay = a.subscribe { if $0 > 0 { c ~> $0 } }
+        let doubled = a.map { $0 * 2 }
+        let subscriptions = [
+            doubled.subscribe { calls.append("doubled \($0)") },
+            c.subscribe { calls.append("c \($0)") },
+        ]
+        a ~> 1
+        #expect(calls.all == ["doubled 0", "c 0", "c 1", "doubled 2"])
+        withExtendedLifetime(relay) { subscriptions.forEach { $0.cancel() } }
+    }
+
+    @Test func aDerivedStateDroppedByASourcesHandlerMidDeliveryCallsNobodyAndGoesAway() {
+        final class Holder: @unchecked Sendable {
+            var derived: DerivedState<Int>?
+            var subscription: Subscription?
+        }
+        let a = MonitoredState(0, key: uniqueKey("a"))
+        let seen = Collector<Int>()
+        let holder = Holder()
+        weak var weakDerived: DerivedState<Int>?
+        do {
+            let doubled = a.map { $0 * 2 }
+            holder.subscription = doubled.subscribe { seen.append($0) }
+            holder.derived = doubled
+            weakDerived = doubled
+        }
+        // Runs after the derived state computed, before its change is delivered.
+        let dropper = a.subscribe { value in
+            guard value > 0 else { return }
+            holder.subscription?.cancel()
+            holder.subscription = nil
+            holder.derived = nil
+        }
+        a ~> 1
+        #expect(seen.all == [0])
+        #expect(weakDerived == nil)
+        #expect(a.subscriberCount == 1)
+        dropper.cancel()
+    }
+
     @Test func madeInsideATransactionItComputesAgainOnceOutside() {
         let a = MonitoredState(1, key: uniqueKey("a"))
         let b = MonitoredState(2, key: uniqueKey("b"))
