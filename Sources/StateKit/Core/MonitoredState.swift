@@ -53,11 +53,34 @@ open class MonitoredState<Value>: State<Value> {
         self.validator = validator
     }
 
+    /// Creates a persisted container: one of the containers of `storedValue`'s cell, or, after a
+    /// key conflict (`nil`), a container of its own that keeps its value in memory only.
+    init(_ defaultValue: Value, key: String, joining storedValue: StoredValue<Value>?) {
+        if let storedValue {
+            super.init(sharing: storedValue.cell, key: key)
+            storedValue.add(self)
+        } else {
+            super.init(defaultValue, key: key, isObservable: true)
+        }
+    }
+
     /// Makes `validator` guard every later write, for subclasses whose initialisers take one.
+    ///
+    /// A persisted container shares one cell with the other containers of its key, so its
+    /// validator guards writes through all of them, as well as any validator they already have.
     final func installValidator(
         _ validator: @escaping @Sendable (_ current: Value, _ proposed: Value) throws -> Void
     ) {
-        lock.withLock { self.validator = validator }
+        lock.withLock {
+            if cell != nil, let earlier = self.validator {
+                self.validator = { current, proposed in
+                    try earlier(current, proposed)
+                    try validator(current, proposed)
+                }
+            } else {
+                self.validator = validator
+            }
+        }
     }
 
     /// Replaces the value, throwing ``RejectedWriteError`` if the validator refuses;

@@ -28,14 +28,18 @@ open class State<Value> {
     public let key: String
 
     @usableFromInline
-    let lock = Lock()
+    let lock: Lock
     /// Everything the lock guards, behind a pointer so that accesses are not checked for
     /// exclusivity at run time (the lock already makes them exclusive); see ``ContainerFields``.
     @usableFromInline
     let fields: UnsafeMutablePointer<ContainerFields<Value>>
     /// Whether a thread delivers this container's changes; ``DeliveryStateMachine`` decides.
     @usableFromInline
-    let deliveryClaim = DeliveryClaim()
+    let deliveryClaim: DeliveryClaim
+    /// The hidden container whose lock, fields and delivery claim this one shares, when it is one
+    /// of several containers of a persisted key (see ``StoredValue``); `nil` for every other
+    /// container, which owns its own.
+    let cell: State<Value>?
     /// `==` when `Value` is `Equatable`: assigning an equal value is then not a change.
     @usableFromInline
     let isEqual: ((Value, Value) -> Bool)?
@@ -63,7 +67,10 @@ open class State<Value> {
     ///     what persisted and synced containers store and send it under.
     public init(_ defaultValue: Value, key: String) {
         self.key = key
+        self.lock = Lock()
         self.fields = .makeFields(defaultValue)
+        self.deliveryClaim = DeliveryClaim()
+        self.cell = nil
         self.isEqual = equality(for: Value.self)
         self.isObservable = false
         setUpHook()
@@ -72,10 +79,29 @@ open class State<Value> {
     /// Creates a container that reports reads and changes to Observation; ``MonitoredState``'s.
     init(_ defaultValue: Value, key: String, isObservable: Bool) {
         self.key = key
+        self.lock = Lock()
         self.fields = .makeFields(defaultValue)
+        self.deliveryClaim = DeliveryClaim()
+        self.cell = nil
         self.isEqual = equality(for: Value.self)
         self.isObservable = isObservable
         setUpHook()
+    }
+
+    /// Creates an observable container that is another view of `cell`: one lock, one value, one
+    /// version, one list of subscribers and one delivery, so that a write through any container
+    /// of the cell is atomic against all, and every subscriber hears each change once.
+    init(sharing cell: State<Value>, key: String) {
+        self.key = key
+        self.lock = cell.lock
+        self.fields = cell.fields
+        self.deliveryClaim = cell.deliveryClaim
+        self.cell = cell
+        self.isEqual = cell.isEqual
+        self.isObservable = true
+        // One registrar for the cell, so a write through any container reaches what tracks another.
+        _ = observation.install(cell.installObservationPoint())
+        if !isStateKitType(type(of: self)) { joinHooks() }
     }
 
     private func setUpHook() {
@@ -84,24 +110,27 @@ open class State<Value> {
     }
 
     deinit {
-        endSubscriptions()
-        fields.deinitialize(count: 1)
-        fields.deallocate()
+        if cell != nil {
+            endReleasedSubscriptions()
+        } else {
+            endSubscriptions()
+            fields.deinitialize(count: 1)
+            fields.deallocate()
+        }
     }
 
-    /// Whether `type` is one of StateKit's own containers, whose ``didModify()`` needs no hook call.
+    /// The identity of the container's cell: its own, or the one it shares with the other
+    /// containers of its persisted key. Transactions, derived states and histories know a
+    /// container by it, so two containers of one cell are one to them.
+    @inlinable
+    final var cellID: ObjectIdentifier {
+        ObjectIdentifier(lock)
+    }
+
+    /// Whether `type` is one of StateKit's own containers, whose ``didModify()`` needs no hook call;
+    /// StateKit's subclasses add themselves.
     func isStateKitType(_ type: AnyClass) -> Bool {
         type == State<Value>.self || type == MonitoredState<Value>.self
-    }
-
-    /// For StateKit subclasses that do not override ``didModify()``: skips the hook call (and keeps
-    /// the fast write path) unless the instance is of a user subclass, which may override it.
-    func disableHook(ifInstanceOf type: AnyClass) {
-        guard Swift.type(of: self) == type else { return }
-        lock.withLock {
-            runsHook = false
-            audienceChangedLocked()
-        }
     }
 
     /// The current value.

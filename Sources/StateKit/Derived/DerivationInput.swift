@@ -6,6 +6,8 @@ protocol DerivationLeaf: AnyObject {
     var versionReader: VersionReader { get }
     /// Reads the value, so that an open transaction records the container as read.
     func touchValue()
+    /// The container's ``State/cellID``, by which a transaction knows it.
+    var cellID: ObjectIdentifier { get }
 }
 
 extension State: DerivationLeaf {

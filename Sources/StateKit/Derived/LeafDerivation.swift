@@ -254,8 +254,8 @@ extension DerivedNode {
         for container in repeat each containers {
             inputs.append(container.wholeDerivationInput)
             versionFields.append(container.versionField)
-            if !locks.contains(where: { $0.id == ObjectIdentifier(container) }) {
-                locks.append((ObjectIdentifier(container), .passUnretained(container.lock)))
+            if !locks.contains(where: { $0.id == container.cellID }) {
+                locks.append((container.cellID, .passUnretained(container.lock)))
             }
         }
         // The order of a transaction's commit, so that the two never wait for each other.
@@ -289,7 +289,7 @@ extension DerivedNode {
         var watched: Set<ObjectIdentifier> = []
         var watches: [Subscription] = []
         for container in repeat each containers {
-            if watched.insert(ObjectIdentifier(container)).inserted {
+            if watched.insert(container.cellID).inserted {
                 watches.append(container.watch(by: derivation!, changed))
             }
         }

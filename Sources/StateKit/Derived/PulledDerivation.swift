@@ -55,7 +55,7 @@ final class PulledDerivation<Value>: @unchecked Sendable {
         observation: DerivedObservation
     ) {
         var seen = Set<ObjectIdentifier>()
-        self.leaves = inputs.map(\.leaf).filter { seen.insert(ObjectIdentifier($0)).inserted }
+        self.leaves = inputs.map(\.leaf).filter { seen.insert($0.cellID).inserted }
         self.leafVersions = leaves.map(\.versionReader)
         self.evaluate = evaluate
         self.isDuplicate = isDuplicate
@@ -165,7 +165,7 @@ final class PulledDerivation<Value>: @unchecked Sendable {
             let value = evaluate()
             let log = TransactionLog.current!.takeUnretainedValue()
             for index in leaves.indices {
-                versions[index] = log.firstVersion(of: ObjectIdentifier(leaves[index]))!
+                versions[index] = log.firstVersion(of: leaves[index].cellID)!
             }
             return value
         }

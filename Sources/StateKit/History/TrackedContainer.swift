@@ -12,7 +12,7 @@ struct TrackedContainer {
 
     init<Value>(_ container: MonitoredState<Value>) {
         key = container.key
-        id = ObjectIdentifier(container)
+        id = container.cellID
         read = { container.untrackedValue }
         write = { try container.set($0 as! Value) }
         watch = { changed in

@@ -30,6 +30,9 @@ struct ContainerFields<Value> {
     @usableFromInline
     var audience = Audience<Value>()
     var projectionIndex: [AnyKeyPath: ProjectionGroup<Value>] = [:]
+    /// The containers of a shared cell whose ``State/didModify()`` runs as a hook after each
+    /// change, whichever of the cell's containers delivers it; see ``State/init(sharing:key:)``.
+    var hookedMembers: [WeakContainer<Value>] = []
     /// Runs for every change on the writing thread, under the lock, before the write returns, in
     /// version order; set only by ``SyncedState`` for a ``DurableOutbox``, which must log a change
     /// before its writer returns. It must not touch the container.

@@ -112,7 +112,7 @@ struct DeliveryStateMachine<Value> {
     mutating func schedule(
         _ item: PendingItem<Value>,
         isInsideHandler: Bool,
-        claim: borrowing DeliveryClaim
+        claim: DeliveryClaim
     ) -> Scheduling {
         if claim.isFree {
             if !isInsideHandler {
@@ -144,7 +144,7 @@ struct DeliveryStateMachine<Value> {
     ///   - isOverflow: Whether the caller is the overflow deliverer, which delivers every item.
     ///   - claim: The container's claim, which the caller holds.
     @inlinable
-    mutating func next(for origin: DeliveryContext.ID, isOverflow: Bool, claim: borrowing DeliveryClaim) -> Next {
+    mutating func next(for origin: DeliveryContext.ID, isOverflow: Bool, claim: DeliveryClaim) -> Next {
         guard !queue.isEmpty else {
             claim.take()
             return .retry
@@ -164,7 +164,7 @@ struct DeliveryStateMachine<Value> {
 
     /// Checks that the claim matches the queue (debug builds only). Call it with the lock held.
     @inlinable
-    func checkInvariants(claim: borrowing DeliveryClaim) {
+    func checkInvariants(claim: DeliveryClaim) {
         #if DEBUG
         let state = claim.state.load(ordering: .acquiring)
         precondition(
@@ -180,11 +180,12 @@ struct DeliveryStateMachine<Value> {
 ///
 /// Its transitions are ``DeliveryStateMachine``'s, made under the container's lock, except
 /// ``finishUnlessQueued()``, which a deliverer with nothing queued uses without the lock. It lives
-/// in the container object beside the state machine rather than inside it: the machine's events
+/// in an object of its own beside the state machine rather than inside it: the machine's events
 /// are mutations of its value, and ThreadSanitizer would count each as a write of the claim's
-/// bytes, racing with the lock-free `finishUnlessQueued()`.
+/// bytes, racing with the lock-free `finishUnlessQueued()`. An object, like ``Lock``, so that the
+/// containers of one persisted key share it with their cell.
 @usableFromInline
-struct DeliveryClaim: ~Copyable {
+final class DeliveryClaim: @unchecked Sendable {
     @usableFromInline
     static var free: UInt8 { 0 }
     @usableFromInline

@@ -97,4 +97,26 @@ extension State: SubscriberOwner {
         for subscriber in audience.subscribers { subscriber.ownerReleased() }
         for group in audience.projections { group.ownerReleased() }
     }
+
+    /// Ends the subscriptions made through this container, which is being released while the
+    /// other containers of its cell live on: theirs go on, its own (whose owner reads `nil` now)
+    /// are removed and told, as ``endSubscriptions()`` tells a container's own.
+    final func endReleasedSubscriptions() {
+        lock.lock()
+        var released: [SubscriptionEntry] = []
+        audience.subscribers.removeAll { subscriber in
+            guard subscriber.owner == nil else { return false }
+            if subscriber.wantsChanges { audience.changeSubscriberCount -= 1 }
+            released.append(subscriber)
+            return true
+        }
+        for group in audience.projections {
+            released += group.removeReleasedOwnersLocked()
+            if group.isEmptyLocked { projectionIndex[group.path] = nil }
+        }
+        audience.projections.removeAll { $0.isEmptyLocked }
+        audienceChangedLocked()
+        lock.unlock()
+        for subscriber in released { subscriber.ownerReleased() }
+    }
 }

@@ -226,12 +226,7 @@ extension State {
     final func deliver(_ change: PendingChange<Value>, to audience: Audience<Value>, in context: DeliveryContext) {
         if change.depth > 0 && !admitChainStep(depth: change.depth, version: change.version, in: context) { return }
         context.depth = change.depth
-        if runsHook && !change.isAnnouncedByHand {
-            let saved = context.containerRunningHook
-            context.containerRunningHook = ObjectIdentifier(self)
-            didModify()
-            context.containerRunningHook = saved
-        }
+        if runsHook && !change.isAnnouncedByHand { runHooks(in: context) }
         notify(change, subscribers: audience.subscribers, others: audience, in: context)
     }
 

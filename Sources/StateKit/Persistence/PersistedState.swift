@@ -9,10 +9,16 @@ import Foundation
 /// settings.flush()                       // returns once the newest value is in storage
 /// ```
 ///
-/// The value is encoded as JSON (see ``VersionedValue`` to migrate older stored shapes). Saves
-/// run off the writer's thread, on a serial queue of the container's own, and coalesce: while a
-/// save runs, newer changes replace the pending one, so 10,000 rapid changes cost far fewer
-/// writes, and the last write is always the newest value. ``flush()`` waits for it.
+/// The value is encoded as JSON (see ``VersionedValue`` to migrate older stored shapes, and
+/// `previousKeys` to move it from an earlier key). Saves run off the writer's thread, on a serial
+/// queue of the key's own, and coalesce: a save writes the newest value, so 10,000 rapid changes
+/// cost far fewer writes, and the last write is always the newest value. ``flush()`` waits for it.
+///
+/// Every persisted container of one key in one storage (this one, `@Persisted`, a
+/// ``UserDefaultsState`` or a persisted ``SyncedState`` of the same key) is a view of one cell:
+/// one value, one version, one lock, one list of subscribers. `modify` through any of them is
+/// atomic against all of them, a container made while another lives starts from the live value,
+/// and every subscriber of every one of them hears each change once, in one order.
 ///
 /// Nothing stored is lost to bad data. If the stored bytes do not decode (a corrupt file, a type
 /// changed between releases), the container starts from `defaultValue`, moves the bytes aside to
@@ -20,8 +26,8 @@ import Foundation
 /// live container already holds `key` in the same storage with a different value type, it reports
 /// ``StateDiagnostic/Kind/keyConflict`` and keeps its value in memory only.
 ///
-/// Handlers run as on any ``MonitoredState``; saving happens in ``didModify()``, which a subclass
-/// may override (call `super.didModify()`).
+/// Handlers run as on any ``MonitoredState``. A subclass may override ``didModify()`` (calling
+/// `super.didModify()`): it runs after every change of the key, whichever container made it.
 ///
 /// - Note: All operations on `PersistedState` are thread-safe. A subclass must restate its
 ///   `Sendable` conformance (`extension MyState: @unchecked Sendable {}`).
@@ -29,13 +35,19 @@ open class PersistedState<Value: Codable & Sendable>: MonitoredState<Value> {
     /// Where the value is saved.
     public let storage: any StateStorage
 
-    /// The shared stored value; `nil` after a key conflict (the container lives in memory only).
-    let link: StoredValueLink<Value>?
+    /// The key's cell and what saves it; `nil` after a key conflict (the container lives in
+    /// memory only).
+    let persistence: StoredValue<Value>?
 
     /// Creates a container holding the value stored for `key` in `storage`, or `defaultValue`.
     ///
-    /// When another live container already holds `key` in the same storage, this one starts
-    /// from, and shares, that container's current value.
+    /// When another live container already holds `key` in the same storage, this one shares that
+    /// container's cell and starts from its current value.
+    ///
+    /// ```swift
+    /// // Release 2 renamed the key "displayName" to "username": the stored name moves over once.
+    /// let name = PersistedState("", key: "username", storage: .inMemory, previousKeys: ["displayName"])
+    /// ```
     ///
     /// - Parameters:
     ///   - defaultValue: The value when storage has none, or none that decodes; also where
@@ -43,17 +55,20 @@ open class PersistedState<Value: Codable & Sendable>: MonitoredState<Value> {
     ///   - key: The key the value is stored under; unique in the storage.
     ///   - storage: Where to keep the value: `.file(directory)`, `.userDefaults()`, `.inMemory`,
     ///     or your own ``StateStorage``.
-    public init(_ defaultValue: Value, key: String, storage: any StateStorage) {
-        let shared = StoredValue<Value>.shared(key: key, storage: storage, defaultValue: defaultValue)
-        let link = shared?.link
+    ///   - previousKeys: Keys the value was stored under by earlier releases, newest first. At the
+    ///     first load, if `key` holds nothing, the value of the first of them that holds one is
+    ///     stored under `key`, and every one of them is removed; a value under `key` wins. A
+    ///     kill -9 at any moment loses nothing: the move is finished at the next launch.
+    public init(_ defaultValue: Value, key: String, storage: any StateStorage, previousKeys: [String] = []) {
+        let persistence = StoredValue.shared(
+            key: key, storage: storage, previousKeys: previousKeys, defaultValue: defaultValue)
         self.storage = storage
-        self.link = link
-        super.init(shared?.value ?? defaultValue, key: key)
-        if let link { join(link, as: self) }
+        self.persistence = persistence
+        super.init(defaultValue, key: key, joining: persistence)
     }
 
-    /// Creates a container as ``init(_:key:storage:)`` does, whose writes must pass `validator`
-    /// (see ``MonitoredState/init(_:key:validator:)``).
+    /// Creates a container as ``init(_:key:storage:previousKeys:)`` does, whose writes must pass
+    /// `validator` (see ``MonitoredState/init(_:key:validator:)``).
     ///
     /// ```swift
     /// struct OutOfRange: Error {}
@@ -62,32 +77,29 @@ open class PersistedState<Value: Codable & Sendable>: MonitoredState<Value> {
     /// }
     /// ```
     ///
-    /// The stored value it starts from is not validated. Values that arrive from the key's other
-    /// containers or from outside the process are writes like any other: one the validator
-    /// refuses is reported (``StateDiagnostic/Kind/rejectedWrite``) and this container keeps its value.
+    /// The stored value it starts from is not validated. The validator guards writes through
+    /// every container of the key, and values that arrive from outside the process, like any
+    /// other write: one it refuses is reported (``StateDiagnostic/Kind/rejectedWrite``) and the
+    /// value stays as it was.
     public convenience init(
         _ defaultValue: Value,
         key: String,
         storage: any StateStorage,
+        previousKeys: [String] = [],
         validator: @escaping @Sendable (_ current: Value, _ proposed: Value) throws -> Void
     ) {
-        self.init(defaultValue, key: key, storage: storage)
+        self.init(defaultValue, key: key, storage: storage, previousKeys: previousKeys)
         installValidator(validator)
     }
 
-    /// Shares the change with the key's other containers and schedules its save, then announces it.
-    ///
-    /// StateKit calls it after every change; call it yourself after changing a reference-type
-    /// value in place.
-    open override func didModify() {
-        super.didModify()
-        if let link { shareNewestChange(link: link) }
+    override func isStateKitType(_ type: AnyClass) -> Bool {
+        type == PersistedState<Value>.self || super.isStateKitType(type)
     }
 
     /// Whether the container saves its changes: `false` after a key conflict, or when the stored
     /// data could be neither read nor moved aside (so it is not overwritten; see ``saveError``).
     public var isPersisting: Bool {
-        link?.storedValue.isPersisting ?? false
+        persistence?.isPersisting ?? false
     }
 
     /// Why the stored value could not be used, or `nil`: the storage could not be read, or held
@@ -97,55 +109,28 @@ open class PersistedState<Value: Codable & Sendable>: MonitoredState<Value> {
     /// the bytes were moved or copied aside and a diagnostic names where. It is observable, and
     /// becomes `nil` once a stored value is read again.
     public var loadError: (any Error)? {
-        link?.storedValue.status.loadError
+        persistence?.status.loadError
     }
 
     /// Why the newest value is not in storage, or `nil`: the last save failed (a full disk, a
     /// permission), or saving stopped (``SavingStopped``). Observable; `nil` again after a save
-    /// succeeds. A failed save is retried in the background, and by ``flush()``.
+    /// succeeds. A failed save is retried in the background, and by ``flush()``; until one
+    /// succeeds, the newest value stays in memory, and bytes that the failed save may have left
+    /// in storage are never taken for a change made outside the process.
     public var saveError: (any Error)? {
-        link?.storedValue.status.saveError
+        persistence?.status.saveError
     }
 
     /// Saves the newest value now if it is not saved yet, and returns once it is in storage.
     ///
     /// Call it before the process exits (or in tests) to be sure the last change is stored. A
     /// failed save is retried a few times (over about a second) before `flush()` returns; the
-    /// error is then in ``saveError`` and reported as ``StateDiagnostic/Kind/storageFailed``, and
-    /// the save is retried later in the background.
+    /// error is then in ``saveError``, reported as ``StateDiagnostic/Kind/storageFailed`` (once
+    /// for a failure that persists, not once per attempt), and the save is retried later in the
+    /// background.
     public func flush() {
-        if let link { flushStoredValue(link: link) }
+        persistence?.flush()
     }
 }
 
 extension PersistedState: @unchecked Sendable {}
-
-extension PersistedState: StoredValueMember {
-    func receiveStoredValue(_ value: Value, sequence: UInt64) {
-        guard let link else { return }
-        applyStoredValue(value, sequence: sequence, link: link)
-    }
-}
-
-extension StoredValue where Value: Codable & Sendable {
-    /// A new container's link to the stored value of `key` in `storage`; `nil` after a key conflict.
-    static func shared(
-        key: String,
-        storage: any StateStorage,
-        defaultValue: Value
-    ) -> (link: StoredValueLink<Value>, value: Value)? {
-        let storedValue = StoredValueRegistry.shared.storedValue(key: key, location: storage.location) {
-            if let defaults = storage as? UserDefaultsStateStorage {
-                return StoredValue(
-                    key: key, codec: .defaults(key: key, storage: defaults, defaultValue: defaultValue),
-                    defaultValue: defaultValue, savesInline: true)
-            }
-            return StoredValue(
-                key: key, codec: .bytes(key: key, storage: storage, defaultValue: defaultValue),
-                defaultValue: defaultValue, savesInline: false)
-        }
-        guard let storedValue else { return nil }
-        let (value, sequence) = storedValue.snapshot()
-        return (StoredValueLink(storedValue, sequence: sequence), value)
-    }
-}

@@ -1,59 +1,91 @@
 import Dispatch
 import Foundation
 
-/// The one live value of a key in a storage, shared by every persisted container that holds it
-/// in this process (a ``PersistedState``, a ``UserDefaultsState``, `@Persisted`, a persisted
-/// ``SyncedState``).
+/// The one cell of a key in a storage, shared by every persisted container that holds it in this
+/// process (a ``PersistedState``, a ``UserDefaultsState``, `@Persisted`, a persisted
+/// ``SyncedState``), and what keeps it in storage.
 ///
-/// Every value the key takes gets a new `sequence`, in one order for the whole process:
-/// - a container's own change is recorded here (under that container's lock, so one container's
-///   changes keep their order), saved, and handed to every other container as an incoming change;
+/// The cell is a hidden container, ``cell``: each of the key's containers is made with
+/// ``State/init(sharing:key:)`` and so shares its lock, value, version, subscribers and delivery.
+/// A write through any of them is atomic against all, and a container made while another lives
+/// reads the live value at once. This object then only moves values between the cell and the
+/// storage:
+/// - every change of the cell is saved (a subscriber of the cell schedules it); a save writes
+///   the cell's newest value, so a burst of changes costs one write;
 /// - a change made outside (another process, a replaced file, other code writing `UserDefaults`)
-///   is noticed by the storage's watcher, read, and handed to every container; it is not saved
-///   again. What the storage holds is recognised by its fingerprint, so the container's own
-///   writes never come back as changes.
+///   is noticed by the storage's watcher, read, and written into the cell as one change, which is
+///   not saved again. What the storage holds is recognised by its fingerprint, so the container's
+///   own writes never come back as changes, and neither do the bytes of a save that failed.
 ///
-/// A container applies an incoming value only if its sequence is newer than the last it applied
-/// or recorded, so every container ends on the value with the highest sequence, whatever order
-/// the deliveries race in. Saves and reads of the storage are serialised by `ioLock`; nothing
-/// calls a container while holding a lock of this object.
+/// Saves and reads of the storage are serialised by `ioLock`; `lock` guards the rest. The cell's
+/// lock may be held when `lock` is taken, never the other way round.
 final class StoredValue<Value>: RetirableStoredValue, @unchecked Sendable {
     let key: String
     let codec: StoredValueCodec<Value>
-    /// The value when storage holds none (the first container's default).
-    let defaultValue: Value
+    /// The hidden container whose lock, value, version and subscribers the key's containers share.
+    let cell: MonitoredState<Value>
     /// The observable load and save errors every container of this value reports.
     let status = PersistenceStatus()
 
+    /// Where earlier releases stored the value, newest first; see ``moveFromPreviousKeys()``.
+    private let previousCodecs: [StoredValueCodec<Value>]
+    private let defaultValue: Value
     private let savesInline: Bool
     private let queue: DispatchQueue
     private let ioLock = Lock()
     private let lock = Lock()
+    /// Hears every change of the cell, to save it.
+    private var changes: Subscription?
     // Guarded by `lock`.
-    private var members: [WeakStoredValueMember<Value>] = []
-    private var value: Value
-    private var sequence: UInt64 = 0
-    private var savedSequence: UInt64 = 0
+    private var members: [WeakContainer<Value>] = []
+    /// The newest version of the cell that storage holds (or that needs no save).
+    private var savedVersion: UInt64 = 0
+    /// The version of the change that wrote an outside value into the cell: not saved again.
+    private var outsideVersion: UInt64?
     private var isSaveScheduled = false
     private var isCheckScheduled = false
     private var failedSaves = 0
     private var persisting = true
+    /// The last save failure reported, so that a failure that persists is reported once.
+    private var reportedFailure: String?
+    /// Counts the saves that may have reached storage, so that a value read from storage is not
+    /// written into the cell after a save replaced it.
+    private var storeGeneration: UInt64 = 0
     // Guarded by `ioLock`.
     private var isLoaded = false
+    /// What storage holds, as last read or successfully written.
     private var knownFingerprint: Data?
+    /// What the last failed save tried to write: storage may hold it, and it is not an outside change.
+    private var attemptedFingerprint: Data?
+    /// Orders the publication of outcomes: one older than the newest published is dropped.
+    private var outcomeTicket: UInt64 = 0
     private var watchToken: AnyObject?
+    private let publishedTicket = LockedTicket()
 
-    /// Creates the shared value; ``prepare()`` loads it.
+    /// Creates the cell of `key`; ``prepare()`` loads it.
     ///
-    /// - Parameter savesInline: Save on the writer's thread before the write returns (for
-    ///   `UserDefaults`, which only writes memory), rather than on a queue of its own.
-    init(key: String, codec: StoredValueCodec<Value>, defaultValue: Value, savesInline: Bool) {
+    /// - Parameters:
+    ///   - previousCodecs: The same storage under the key's earlier names, newest first.
+    ///   - savesInline: Save on the delivering thread before the write returns (for
+    ///     `UserDefaults`, which only writes memory), rather than on a queue of its own.
+    init(
+        key: String,
+        codec: StoredValueCodec<Value>,
+        previousCodecs: [StoredValueCodec<Value>] = [],
+        defaultValue: Value,
+        savesInline: Bool
+    ) {
         self.key = key
         self.codec = codec
+        self.previousCodecs = previousCodecs
         self.defaultValue = defaultValue
-        self.value = defaultValue
+        self.cell = MonitoredState(defaultValue, key: key)
         self.savesInline = savesInline
         self.queue = DispatchQueue(label: "StateKit.persistence.\(key)", qos: .utility)
+        changes = cell.addSubscriber(
+            queue: nil,
+            handler: .change { [weak self] change in self?.cellChanged(version: change.version) },
+            sendsCurrentValue: false)
     }
 
     /// Whether changes are saved: `false` when the stored data could be neither read nor moved
@@ -67,46 +99,30 @@ final class StoredValue<Value>: RetirableStoredValue, @unchecked Sendable {
         let outcome: Outcome? = ioLock.withLock {
             guard !isLoaded else { return nil }
             isLoaded = true
+            let moveFailure = moveFromPreviousKeys()
             let (loaded, outcome) = loadInitialValue()
-            lock.withLock { value = loaded }
+            cell.lock.withLock { cell.storedValue = loaded }
             watchToken = codec.watch { [weak self] in self?.storageMayHaveChanged() }
-            return outcome
+            return outcome ?? moveFailure
         }
-        outcome?.apply(to: status)
+        if let outcome { publish(outcome, ticket: nil) }
     }
 
-    /// The current value and its sequence, for a container about to join.
-    func snapshot() -> (value: Value, sequence: UInt64) {
-        lock.withLock { (value, sequence) }
-    }
-
-    /// Adds a container; returns the value it missed since its ``snapshot()``, if any.
-    func add(_ member: any StoredValueMember<Value>, seen: UInt64) -> (value: Value, sequence: UInt64)? {
+    /// Adds a container made with ``State/init(sharing:key:)`` over ``cell``.
+    ///
+    /// For `UserDefaults`, which other code in the process may have just written, the key is read
+    /// again first, so the new container starts from what it holds now.
+    func add(_ member: State<Value>) {
         lock.withLock {
-            members.removeAll { $0.member == nil }
-            members.append(WeakStoredValueMember(member: member))
-            return sequence > seen ? (value, sequence) : nil
+            members.removeAll { $0.container == nil }
+            members.append(WeakContainer(container: member))
         }
-    }
-
-    /// Records a container's own change as the newest value; returns its sequence. The caller
-    /// holds its container's lock, then calls ``share(_:sequence:from:)`` without it.
-    func record(_ newValue: Value) -> UInt64 {
-        lock.withLock {
-            sequence &+= 1
-            value = newValue
-            return sequence
-        }
-    }
-
-    /// Saves a recorded change and hands it to every other container.
-    func share(_ newValue: Value, sequence: UInt64, from source: AnyObject) {
-        scheduleSave()
-        distribute(newValue, sequence: sequence, except: source)
+        if savesInline { checkStorage(isSettled: false) }
     }
 
     /// Saves the newest value now if it is not saved yet, retrying a failed save, and returns
-    /// once it is in storage or the attempts are used up (the error is then in ``status``).
+    /// once it is in storage or the attempts are used up; the outcome is published before it
+    /// returns (an earlier save's that finishes later is dropped).
     func flush() {
         var delay = 0.01
         for _ in 0..<4 {
@@ -119,7 +135,7 @@ final class StoredValue<Value>: RetirableStoredValue, @unchecked Sendable {
     // MARK: Saving
 
     func retire() -> Bool {
-        guard lock.withLock({ members.allSatisfy { $0.member == nil } }) else { return false }
+        guard lock.withLock({ members.allSatisfy { $0.container == nil } }) else { return false }
         flush()
         lock.withLock {
             persisting = false
@@ -127,6 +143,16 @@ final class StoredValue<Value>: RetirableStoredValue, @unchecked Sendable {
         }
         ioLock.withLock { watchToken = nil }
         return true
+    }
+
+    /// Schedules the save of a change of the cell, unless the change came from storage.
+    private func cellChanged(version: UInt64) {
+        let isOutside = lock.withLock {
+            guard version == outsideVersion else { return false }
+            savedVersion = max(savedVersion, version)
+            return true
+        }
+        if !isOutside { scheduleSave() }
     }
 
     private func scheduleSave(after delay: Double = 0) {
@@ -156,46 +182,105 @@ final class StoredValue<Value>: RetirableStoredValue, @unchecked Sendable {
         scheduleSave(after: delay)
     }
 
-    /// Writes the newest value unless it is already saved. Returns whether storage holds it.
+    /// Writes the cell's newest value unless it is already saved. Returns whether storage holds it.
+    ///
+    /// A failed save leaves the value unsaved (it is retried), and does not make what it tried to
+    /// write the known content of storage: only a save that succeeded does.
     @discardableResult
     private func saveNewest() -> Bool {
-        let outcome: Outcome = ioLock.withLock {
-            guard
-                let (newest, newestSequence) = lock.withLock({ () -> (Value, UInt64)? in
-                    guard persisting, sequence > savedSequence else { return nil }
-                    return (value, sequence)
-                })
-            else { return Outcome() }
+        let (outcome, ticket): (Outcome, UInt64) = ioLock.withLock {
+            outcomeTicket &+= 1
+            let ticket = outcomeTicket
+            let (newest, newestVersion) = cell.lock.withLock { (cell.storedValue, cell.storedVersion) }
+            guard lock.withLock({ persisting && newestVersion > savedVersion }) else { return (Outcome(), ticket) }
             let representation: StoredRepresentation?
             do {
                 representation = try codec.encode(newest)
             } catch {
-                lock.withLock { savedSequence = max(savedSequence, newestSequence) }
-                return Outcome(
-                    saveError: .some(error),
-                    diagnostic: StateDiagnostic(
-                        kind: .encodingFailed, keys: [key],
-                        message: "could not encode \(Value.self) for \(codec.location): \(error)", error: error))
+                lock.withLock { savedVersion = max(savedVersion, newestVersion) }
+                return (
+                    Outcome(
+                        saveError: .some(error),
+                        diagnostic: StateDiagnostic(
+                            kind: .encodingFailed, keys: [key],
+                            message: "could not encode \(Value.self) for \(codec.location): \(error)", error: error)),
+                    ticket
+                )
+            }
+            if representation?.fingerprint != knownFingerprint {
+                lock.withLock { storeGeneration &+= 1 }
+                do {
+                    try codec.store(representation)
+                } catch {
+                    attemptedFingerprint = representation?.fingerprint
+                    return (failedSave(error), ticket)
+                }
             }
             knownFingerprint = representation?.fingerprint
-            do {
-                try codec.store(representation)
-            } catch {
-                return Outcome(
-                    saveError: .some(error),
-                    diagnostic: StoredValueRecovery.failure("saving", key: key, in: codec.location, error: error))
-            }
+            attemptedFingerprint = nil
             lock.withLock {
-                savedSequence = max(savedSequence, newestSequence)
+                savedVersion = max(savedVersion, newestVersion)
                 failedSaves = 0
+                reportedFailure = nil
             }
-            return Outcome(saveError: .some(nil))
+            return (Outcome(saveError: .some(nil)), ticket)
         }
-        outcome.apply(to: status)
+        publish(outcome, ticket: ticket)
         return outcome.saveError.map { $0 == nil } ?? true
     }
 
+    /// The outcome of a failed save: the error, and a diagnostic unless the same failure was
+    /// reported already (a full disk is reported once, not once per retry).
+    private func failedSave(_ error: any Error) -> Outcome {
+        let description = "\(error)"
+        let isNew = lock.withLock {
+            guard reportedFailure != description else { return false }
+            reportedFailure = description
+            return true
+        }
+        return Outcome(
+            saveError: .some(error),
+            diagnostic: isNew ? StoredValueRecovery.failure("saving", key: key, in: codec.location, error: error) : nil)
+    }
+
+    /// Publishes an outcome (errors, diagnostic) after the locks are released: both run user
+    /// code (Observation's `onChange`, the diagnostics handler). The errors of an outcome older
+    /// than one already published are dropped, so a slow save cannot undo what a later one
+    /// published; its diagnostic is still reported.
+    private func publish(_ outcome: Outcome, ticket: UInt64?) {
+        let isNewest = publishedTicket.claim(ticket)
+        if isNewest {
+            if let loadError = outcome.loadError { status.loadError = loadError }
+            if let saveError = outcome.saveError { status.saveError = saveError }
+        }
+        if let diagnostic = outcome.diagnostic { StateDiagnostics.report(diagnostic) }
+    }
+
     // MARK: Loading
+
+    /// Moves the value from the newest earlier key that holds one to ``key``, once: written under
+    /// the new key, then removed from the old one. A value already under the new key wins, and
+    /// the earlier keys are removed; so a kill -9 between the two steps is finished at the next
+    /// launch, and never leaves both keys in use. Returns the outcome of a failure, if any.
+    private func moveFromPreviousKeys() -> Outcome? {
+        guard !previousCodecs.isEmpty else { return nil }
+        do {
+            var hasValue = try codec.load() != nil
+            for previous in previousCodecs {
+                guard let representation = try previous.load() else { continue }
+                if !hasValue {
+                    try codec.store(representation)
+                    hasValue = true
+                }
+                try previous.store(nil)
+            }
+            return nil
+        } catch {
+            return Outcome(
+                diagnostic: StoredValueRecovery.failure(
+                    "moving to key '\(key)'", key: key, in: codec.location, error: error))
+        }
+    }
 
     /// The stored value, or the default when there is none, or none that can be used (reported,
     /// and the data moved aside: if it cannot be, nothing is saved, so it is not overwritten).
@@ -260,12 +345,12 @@ final class StoredValue<Value>: RetirableStoredValue, @unchecked Sendable {
         }
     }
 
-    /// Reads the key and, if it holds something this process did not write or read last, makes
-    /// it the value of every container. Bytes that do not decode are given a moment (a writer
+    /// Reads the key and, if it holds something this process neither wrote, tried to write nor
+    /// read last, writes it into the cell. Bytes that do not decode are given a moment (a writer
     /// may be halfway through), then kept aside and reported; the value stays as it was.
     private func checkStorage(isSettled: Bool) {
         var outcome = Outcome()
-        let change: (Value, UInt64)? = ioLock.withLock {
+        let found: (value: Value, generation: UInt64)? = ioLock.withLock {
             guard isLoaded else { return nil }
             let representation: StoredRepresentation?
             do {
@@ -273,14 +358,17 @@ final class StoredValue<Value>: RetirableStoredValue, @unchecked Sendable {
             } catch {
                 return nil
             }
-            guard representation?.fingerprint != knownFingerprint else { return nil }
+            let fingerprint = representation?.fingerprint
+            guard fingerprint != knownFingerprint, fingerprint == nil || fingerprint != attemptedFingerprint else {
+                return nil
+            }
             let newValue: Value
             if let representation {
                 do {
                     newValue = try codec.decode(representation)
                 } catch {
                     if isSettled {
-                        knownFingerprint = representation.fingerprint
+                        knownFingerprint = fingerprint
                         outcome = keepOutsideBadData(representation, error: error)
                     } else {
                         queue.asyncAfter(deadline: .now() + 0.15) { self.checkStorage(isSettled: true) }
@@ -290,18 +378,42 @@ final class StoredValue<Value>: RetirableStoredValue, @unchecked Sendable {
             } else {
                 newValue = defaultValue
             }
-            knownFingerprint = representation?.fingerprint
+            knownFingerprint = fingerprint
+            attemptedFingerprint = nil
             outcome.loadError = .some(nil)
-            return lock.withLock {
-                sequence &+= 1
-                value = newValue
-                savedSequence = sequence
-                return (newValue, sequence)
-            }
+            return (newValue, lock.withLock { storeGeneration })
         }
-        outcome.apply(to: status)
-        guard let (newValue, newSequence) = change else { return }
-        distribute(newValue, sequence: newSequence, except: nil)
+        publish(outcome, ticket: nil)
+        if let found { applyOutside(found.value, readAt: found.generation) }
+    }
+
+    /// Writes a value read from storage into the cell as one change, which is not saved again,
+    /// unless a save may have replaced it in storage since it was read (`generation`): the newer
+    /// local value then stands. The cell's validator applies, as to any write; one it refuses is
+    /// reported.
+    ///
+    /// Called without `ioLock`: the cell's subscribers run before it returns, and may save or flush.
+    private func applyOutside(_ newValue: Value, readAt generation: UInt64) {
+        let cell = self.cell
+        let rejection = cell.write(
+            unlessAlready: { current in
+                // Runs under the cell's lock, right before the write (again after Observation's
+                // willSet): the version it marks is the one the write takes, unless refused.
+                if cell.isEqual?(current, newValue) ?? false { return true }
+                var isRefused = false
+                if let validator = cell.validator {
+                    do { try validator(current, newValue) } catch { isRefused = true }
+                }
+                let version = cell.storedVersion &+ 1
+                return self.lock.withLock {
+                    guard self.storeGeneration == generation else { return true }
+                    self.outsideVersion = isRefused ? nil : version
+                    return false
+                }
+            },
+            { $0 = newValue }
+        )
+        rejection?.report()
     }
 
     private func keepOutsideBadData(_ representation: StoredRepresentation, error: any Error) -> Outcome {
@@ -320,21 +432,10 @@ final class StoredValue<Value>: RetirableStoredValue, @unchecked Sendable {
                 kind: .decodingFailed, keys: [key],
                 message: "\(problem); the value stays as it was, and \(kept)", error: error))
     }
-
-    // MARK: Distribution
-
-    private func distribute(_ newValue: Value, sequence: UInt64, except source: AnyObject?) {
-        let targets = lock.withLock {
-            members.compactMap(\.member).filter { $0 !== source }
-        }
-        for target in targets {
-            target.receiveStoredValue(newValue, sequence: sequence)
-        }
-    }
 }
 
-/// What a load, save or check found, applied (errors published, diagnostic reported) after the
-/// locks are released: both run user code (Observation's `onChange`, the diagnostics handler).
+/// What a load, save or check found, published (errors set, diagnostic reported) after the locks
+/// are released: both run user code (Observation's `onChange`, the diagnostics handler).
 private struct Outcome {
     /// `.some(nil)` clears the error; `nil` leaves it.
     var loadError: (any Error)??
@@ -346,24 +447,23 @@ private struct Outcome {
         self.saveError = saveError
         self.diagnostic = diagnostic
     }
+}
 
-    func apply(to status: PersistenceStatus) {
-        if let loadError { status.loadError = loadError }
-        if let saveError { status.saveError = saveError }
-        if let diagnostic { StateDiagnostics.report(diagnostic) }
+/// The newest save outcome published, so that an older one finishing later is dropped.
+private final class LockedTicket: @unchecked Sendable {
+    private let lock = Lock()
+    private var newest: UInt64 = 0
+
+    /// Whether an outcome with `ticket` is the newest so far (and now the newest published);
+    /// `nil`, an outcome that is not a save's, always is.
+    func claim(_ ticket: UInt64?) -> Bool {
+        guard let ticket else { return true }
+        return lock.withLock {
+            guard ticket > newest else { return false }
+            newest = ticket
+            return true
+        }
     }
-}
-
-/// A container that holds a ``StoredValue``: it applies the values other containers and outside
-/// writers give the key.
-protocol StoredValueMember<Value>: AnyObject {
-    associatedtype Value
-    /// Applies `value` as an incoming change, unless the container already has a newer one.
-    func receiveStoredValue(_ value: Value, sequence: UInt64)
-}
-
-struct WeakStoredValueMember<Value> {
-    weak var member: (any StoredValueMember<Value>)?
 }
 
 /// The error a persisted container reports as its ``PersistedState/saveError`` when it does not

@@ -47,6 +47,47 @@ final class StoredValueRegistry: @unchecked Sendable {
     }
 }
 
+extension StoredValue {
+    /// The live cell of `key` at `location`, made (reading `key`'s stored value, or moving it from
+    /// the newest of `previousKeys` that holds one) if no container holds it; `nil` after a key
+    /// conflict. Every persisted container joins its key this way.
+    ///
+    /// - Parameter codec: How the storage holds a value under a key.
+    static func shared(
+        key: String,
+        location: String,
+        previousKeys: [String],
+        defaultValue: Value,
+        savesInline: Bool,
+        codec: (String) -> StoredValueCodec<Value>
+    ) -> StoredValue? {
+        StoredValueRegistry.shared.storedValue(key: key, location: location) {
+            StoredValue(
+                key: key, codec: codec(key), previousCodecs: previousKeys.map(codec), defaultValue: defaultValue,
+                savesInline: savesInline)
+        }
+    }
+}
+
+extension StoredValue where Value: Codable & Sendable {
+    /// The live cell of `key` in `storage`, as ``shared(key:location:previousKeys:defaultValue:savesInline:codec:)``
+    /// gives it: in `UserDefaults`' one format over ``UserDefaultsStateStorage``, as JSON elsewhere.
+    static func shared(key: String, storage: any StateStorage, previousKeys: [String], defaultValue: Value)
+        -> StoredValue?
+    {
+        if let defaults = storage as? UserDefaultsStateStorage {
+            return shared(
+                key: key, location: storage.location, previousKeys: previousKeys, defaultValue: defaultValue,
+                savesInline: true
+            ) { .defaults(key: $0, storage: defaults, defaultValue: defaultValue) }
+        }
+        return shared(
+            key: key, location: storage.location, previousKeys: previousKeys, defaultValue: defaultValue,
+            savesInline: false
+        ) { .bytes(key: $0, storage: storage, defaultValue: defaultValue) }
+    }
+}
+
 /// A stored value of any type, as the registry sees one it may have to replace.
 protocol RetirableStoredValue: AnyObject {
     /// If no container holds the value any more: finishes its pending save and stops it from

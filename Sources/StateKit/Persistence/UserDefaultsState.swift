@@ -25,9 +25,11 @@ import Foundation
 /// exits to have them written to disk.
 ///
 /// Every container of one key in one suite (a `UserDefaultsState`, a ``PersistedState`` over
-/// ``UserDefaultsStateStorage``, `@Persisted`) shares one value: a write through one is seen
-/// through all, and all their subscribers hear it. A change to the key made outside them (other
-/// code, another process) reaches them within a second, as one change.
+/// ``UserDefaultsStateStorage``, `@Persisted`) is a view of one cell: one value, one version, one
+/// lock, one list of subscribers, so `modify` through any of them is atomic against all. A
+/// container made while another lives starts from the live value (and from what other code just
+/// stored for the key). A change to the key made outside them (other code, another process)
+/// reaches them within a second, as one change.
 ///
 /// A stored value that truly cannot be read as `Value` (`"yes"` where a `Bool` is expected, bytes
 /// that do not decode) is never a crash: the container starts from `defaultValue`, moves the
@@ -40,51 +42,53 @@ open class UserDefaultsState<Value>: MonitoredState<Value> {
     /// The defaults the value is stored in.
     public let defaults: UserDefaults
 
-    /// The shared stored value; `nil` after a key conflict (the container lives in memory only).
-    let link: StoredValueLink<Value>?
+    /// The key's cell and what stores it; `nil` after a key conflict (the container lives in
+    /// memory only).
+    let persistence: StoredValue<Value>?
 
     /// Creates a container holding the value stored in `defaults` for `key`, or `defaultValue`.
+    ///
+    /// ```swift
+    /// // An earlier release stored the flag as "touchID"; it moves to the new key once.
+    /// let isTouchIDEnabled = UserDefaultsState(false, key: "isTouchIDEnabled", previousKeys: ["touchID"])
+    /// ```
     ///
     /// - Parameters:
     ///   - defaultValue: The value when `defaults` holds none, or none that reads as `Value`.
     ///   - key: The defaults key.
     ///   - defaults: Where to store the value; tests should pass their own suite.
-    public init(_ defaultValue: Value, key: String, defaults: UserDefaults = .standard) {
+    ///   - previousKeys: Keys earlier releases stored the value under, newest first; see
+    ///     ``PersistedState/init(_:key:storage:previousKeys:)``.
+    public init(_ defaultValue: Value, key: String, defaults: UserDefaults = .standard, previousKeys: [String] = []) {
         let storage = UserDefaultsStateStorage(defaults)
-        let storedValue = StoredValueRegistry.shared.storedValue(key: key, location: storage.location) {
-            StoredValue(
-                key: key, codec: .defaults(key: key, storage: storage, defaultValue: defaultValue),
-                defaultValue: defaultValue, savesInline: true)
-        }
-        let start = storedValue?.snapshot()
+        let persistence = StoredValue.shared(
+            key: key, location: storage.location, previousKeys: previousKeys, defaultValue: defaultValue,
+            savesInline: true
+        ) { .defaults(key: $0, storage: storage, defaultValue: defaultValue) }
         self.defaults = defaults
-        self.link = storedValue.map { StoredValueLink($0, sequence: start!.sequence) }
-        super.init(start?.value ?? defaultValue, key: key)
-        if let link { join(link, as: self) }
+        self.persistence = persistence
+        super.init(defaultValue, key: key, joining: persistence)
     }
 
-    /// Announces the change, then stores the current value in ``defaults`` (or removes the key
-    /// when the value is `nil`) and shares it with the key's other containers.
-    open override func didModify() {
-        super.didModify()
-        if let link { shareNewestChange(link: link) }
+    override func isStateKitType(_ type: AnyClass) -> Bool {
+        type == UserDefaultsState<Value>.self || super.isStateKitType(type)
     }
 
     /// Whether the container stores its changes: `false` after a key conflict, or when a stored
     /// object that cannot be read could not be moved aside (so it is not overwritten).
     public var isPersisting: Bool {
-        link?.storedValue.isPersisting ?? false
+        persistence?.isPersisting ?? false
     }
 
     /// Why the stored object could not be read as `Value`, or `nil`; see
     /// ``PersistedState/loadError``. Observable.
     public var loadError: (any Error)? {
-        link?.storedValue.status.loadError
+        persistence?.status.loadError
     }
 
     /// Why the newest value is not stored, or `nil`; see ``PersistedState/saveError``. Observable.
     public var saveError: (any Error)? {
-        link?.storedValue.status.saveError
+        persistence?.status.saveError
     }
 
     /// Asks ``defaults`` to write its changes to disk now.
@@ -92,16 +96,9 @@ open class UserDefaultsState<Value>: MonitoredState<Value> {
     /// On Apple platforms `UserDefaults` saves by itself; on Linux, swift-corelibs-foundation
     /// writes a suite's file only when it is synchronized, so call this before the process exits.
     public func flush() {
-        if let link { flushStoredValue(link: link) }
+        persistence?.flush()
         defaults.synchronize()
     }
 }
 
 extension UserDefaultsState: @unchecked Sendable where Value: Sendable {}
-
-extension UserDefaultsState: StoredValueMember {
-    func receiveStoredValue(_ value: Value, sequence: UInt64) {
-        guard let link else { return }
-        applyStoredValue(value, sequence: sequence, link: link)
-    }
-}

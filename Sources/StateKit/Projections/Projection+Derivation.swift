@@ -13,7 +13,7 @@ extension State {
     /// The container as a whole, as a derived state computed from it watches it.
     @usableFromInline
     final var wholeDerivationInput: DerivationInput {
-        DerivationInput(leaf: self, id: ObjectIdentifier(self)) { changed in
+        DerivationInput(leaf: self, id: cellID) { changed in
             self.addSubscriber(queue: nil, handler: .value { _ in changed() }, sendsCurrentValue: false)
         }
     }
@@ -24,7 +24,7 @@ extension KeyPathProjection {
         let root = self.root
         let path = self.path
         return [
-            DerivationInput(leaf: root, id: [ObjectIdentifier(root) as AnyHashable, path]) { changed in
+            DerivationInput(leaf: root, id: [root.cellID as AnyHashable, path]) { changed in
                 root.addSubscriber(to: path, queue: nil, handler: .value { _ in changed() }, sendsCurrentValue: false)
             }
         ]

@@ -23,6 +23,10 @@ class ProjectionGroupBase {
 
     /// Tells every subscriber that the root container is gone.
     func ownerReleased() { fatalError("abstract") }
+
+    /// Removes the subscribers whose container was released (one of a shared cell's, while the
+    /// others live) and returns them. Call it with the container's lock held.
+    func removeReleasedOwnersLocked() -> [SubscriptionEntry] { fatalError("abstract") }
 }
 
 /// A projection group for a container of `Root`.
@@ -65,6 +69,12 @@ final class KeyPathGroup<Root, Part: Equatable>: ProjectionGroup<Root> {
 
     override func ownerReleased() {
         for subscriber in subscribers { subscriber.ownerReleased() }
+    }
+
+    override func removeReleasedOwnersLocked() -> [SubscriptionEntry] {
+        let released = subscribers.filter { $0.owner == nil }
+        if !released.isEmpty { subscribers.removeAll { $0.owner == nil } }
+        return Array(released)
     }
 
     override func evaluate(_ root: UnsafePointer<Root>, version: UInt64, timestamp: Date?, depth: Int) {

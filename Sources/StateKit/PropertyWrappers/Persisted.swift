@@ -30,21 +30,31 @@ public struct Persisted<Value: Codable & Sendable>: Sendable {
     ///   - wrappedValue: The value when storage holds none (the declaration's initial value).
     ///   - key: The key the value is stored under.
     ///   - storage: Where to keep it; `UserDefaults.standard` unless you say otherwise.
-    public init(wrappedValue: Value, key: String, storage: any StateStorage = .userDefaults()) {
-        projectedValue = PersistedState(wrappedValue, key: key, storage: storage)
+    ///   - previousKeys: Keys earlier releases stored the property under, newest first: the value
+    ///     moves from them to `key` once (see ``PersistedState/init(_:key:storage:previousKeys:)``).
+    ///     `@Persisted(key: "username", previousKeys: ["displayName"]) var name = ""`.
+    public init(
+        wrappedValue: Value,
+        key: String,
+        storage: any StateStorage = .userDefaults(),
+        previousKeys: [String] = []
+    ) {
+        projectedValue = PersistedState(wrappedValue, key: key, storage: storage, previousKeys: previousKeys)
     }
 
     /// Stores the property under `key` in `storage`, with writes guarded by `validator` (see
-    /// ``PersistedState/init(_:key:storage:validator:)``). A setter cannot throw: a refused write
+    /// ``PersistedState/init(_:key:storage:previousKeys:validator:)``). A setter cannot throw: a refused write
     /// leaves the value as it was and is reported as ``StateDiagnostic/Kind/rejectedWrite``; use
     /// `$property.set(_:)` to get the error.
     public init(
         wrappedValue: Value,
         key: String,
         storage: any StateStorage = .userDefaults(),
+        previousKeys: [String] = [],
         validator: @escaping @Sendable (_ current: Value, _ proposed: Value) throws -> Void
     ) {
-        projectedValue = PersistedState(wrappedValue, key: key, storage: storage, validator: validator)
+        projectedValue = PersistedState(
+            wrappedValue, key: key, storage: storage, previousKeys: previousKeys, validator: validator)
     }
 
     /// Stores the property in an existing container, to share it between models.

@@ -9,16 +9,20 @@ extension SyncedState where Value: Codable {
     /// cart.modify { $0.append("Book") }   // survives a relaunch, and is logged
     /// ```
     ///
-    /// It shares its value with every other persisted container of `key` in `storage`, as
+    /// It shares one cell with every other persisted container of `key` in `storage`, as
     /// ``PersistedState`` does, and takes changes written to the storage outside the process.
+    /// `previousKeys` moves the value from keys earlier releases used, as
+    /// ``PersistedState/init(_:key:storage:previousKeys:)`` does.
     public convenience init(
         _ defaultValue: Value,
         key: String,
         storage: any StateStorage,
+        previousKeys: [String] = [],
         sinks: [any StateSink<Value>]
     ) {
-        let stored = StoredValue<Value>.shared(key: key, storage: storage, defaultValue: defaultValue)
-        self.init(defaultValue, key: key, sinks: sinks, stored: stored)
+        let persistence = StoredValue.shared(
+            key: key, storage: storage, previousKeys: previousKeys, defaultValue: defaultValue)
+        self.init(defaultValue, key: key, sinks: sinks, persistence: persistence)
     }
 
     /// Creates a persisted container whose sinks are listed in a block; see
@@ -33,9 +37,10 @@ extension SyncedState where Value: Codable {
         _ defaultValue: Value,
         key: String,
         storage: any StateStorage,
+        previousKeys: [String] = [],
         @SinkBuilder<Value> sinks: () -> [any StateSink<Value>]
     ) {
-        self.init(defaultValue, key: key, storage: storage, sinks: sinks())
+        self.init(defaultValue, key: key, storage: storage, previousKeys: previousKeys, sinks: sinks())
     }
 
     /// Creates a persisted container as ``init(_:key:storage:sinks:)-(_,_,_,[StateSink<Value>])``
@@ -45,33 +50,27 @@ extension SyncedState where Value: Codable {
         _ defaultValue: Value,
         key: String,
         storage: any StateStorage,
+        previousKeys: [String] = [],
         sinks: [any StateSink<Value>],
         validator: @escaping @Sendable (_ current: Value, _ proposed: Value) throws -> Void
     ) {
-        self.init(defaultValue, key: key, storage: storage, sinks: sinks)
+        self.init(defaultValue, key: key, storage: storage, previousKeys: previousKeys, sinks: sinks)
         installValidator(validator)
     }
 
     /// Whether the container saves its changes; `false` when it was created without storage, or
     /// as for ``PersistedState/isPersisting``.
     public var isPersisting: Bool {
-        link?.storedValue.isPersisting ?? false
+        persistence?.isPersisting ?? false
     }
 
     /// Why the stored value could not be used, or `nil`; see ``PersistedState/loadError``.
     public var loadError: (any Error)? {
-        link?.storedValue.status.loadError
+        persistence?.status.loadError
     }
 
     /// Why the newest value is not in storage, or `nil`; see ``PersistedState/saveError``.
     public var saveError: (any Error)? {
-        link?.storedValue.status.saveError
-    }
-}
-
-extension SyncedState: StoredValueMember {
-    func receiveStoredValue(_ value: Value, sequence: UInt64) {
-        guard let link else { return }
-        applyStoredValue(value, sequence: sequence, link: link)
+        persistence?.status.saveError
     }
 }

@@ -29,7 +29,7 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
     let pipelines: [SinkPipeline<Value>]
     private var sinkSubscription: Subscription?
     /// The shared stored value when the container persists (``init(_:key:storage:sinks:)-(_,_,_,[StateSink<Value>])``).
-    let link: StoredValueLink<Value>?
+    let persistence: StoredValue<Value>?
 
     /// Creates a container holding `defaultValue` whose changes go to `sinks`.
     ///
@@ -44,7 +44,7 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
     ///   - key: A key unique across the application; sinks receive it in every ``StateChange``.
     ///   - sinks: Where changes go, each with its own buffer and delivery task.
     public convenience init(_ defaultValue: Value, key: String, sinks: [any StateSink<Value>]) {
-        self.init(defaultValue, key: key, sinks: sinks, stored: nil)
+        self.init(defaultValue, key: key, sinks: sinks, persistence: nil)
     }
 
     /// Creates the container; with `stored`, it holds and persists the key's shared stored value.
@@ -52,7 +52,7 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
         _ defaultValue: Value,
         key: String,
         sinks: [any StateSink<Value>],
-        stored: (link: StoredValueLink<Value>, value: Value)?
+        persistence: StoredValue<Value>?
     ) {
         var openings: [(log: any LogBackedSink<Value>, opening: OutboxOpening)?] = []
         for sink in sinks {
@@ -74,30 +74,29 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
                 firstPending: opened?.opening.firstPending)
         }
         self.pipelines = pipelines
-        self.link = stored?.link
-        super.init(stored?.value ?? defaultValue, key: key)
-        disableHook(ifInstanceOf: SyncedState<Value>.self)
+        self.persistence = persistence
+        super.init(defaultValue, key: key, joining: persistence)
         let logs = openings.compactMap { $0?.log }
         lock.withLock {
-            storedVersion = lastVersion
+            storedVersion = max(storedVersion, lastVersion)
             if !logs.isEmpty {
+                // The key's other synced containers, sharing its cell, may log their own outboxes.
+                let earlier = writeObserver
                 writeObserver = { change in
+                    earlier?(change)
                     let change = instance == nil ? change : change.made(by: instance)
                     for log in logs { log.record(change) }
                 }
             }
         }
-        let link = stored?.link
         sinkSubscription = addSubscriber(
             queue: nil,
-            handler: .change { [weak self] change in
-                if let link { self?.shareNewestChange(link: link) }
+            handler: .change { change in
                 let change = instance == nil ? change : change.made(by: instance)
                 for pipeline in pipelines { pipeline.enqueue(change) }
             },
             sendsCurrentValue: false
         )
-        if let link { join(link, as: self) }
         connectRemoteSinks(sinks)
     }
 
@@ -136,6 +135,10 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
         installValidator(validator)
     }
 
+    override func isStateKitType(_ type: AnyClass) -> Bool {
+        type == SyncedState<Value>.self || super.isStateKitType(type)
+    }
+
     deinit {
         sinkSubscription?.cancel()
         for pipeline in pipelines { pipeline.close() }
@@ -151,7 +154,7 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
     /// (see ``statistics``). Use ``flush(timeout:)`` to bound the wait.
     public func flush() async {
         await deliveredBarrier()
-        if let link { flushStoredValue(link: link) }
+        persistence?.flush()
         for pipeline in pipelines {
             if Task.isCancelled { return }
             await pipeline.flush()

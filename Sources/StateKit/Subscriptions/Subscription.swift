@@ -82,9 +82,19 @@ class SubscriptionEntry: @unchecked Sendable {
     /// The version current when the subscriber joined; it is handed no change at or before it.
     @usableFromInline
     let startVersion: UInt64
+    /// Called if the container goes away while this subscriber is live (a `let`: a class `var`
+    /// would cost a run-time exclusivity check on every subscribe).
+    let onOwnerReleased: (@Sendable () -> Void)?
 
-    init(startVersion: UInt64) {
+    init(startVersion: UInt64, onOwnerReleased: (@Sendable () -> Void)? = nil) {
         self.startVersion = startVersion
+        self.onOwnerReleased = onOwnerReleased
+    }
+
+    /// Tells the subscriber its container is gone; called once, from the container's `deinit`.
+    final func ownerReleased() {
+        guard isActive, let onOwnerReleased else { return }
+        onOwnerReleased()
     }
 
     @inlinable
@@ -119,9 +129,6 @@ final class Subscriber<Element>: SubscriptionEntry, @unchecked Sendable {
     @usableFromInline
     let queue: DispatchQueue?
 
-    /// Called if the container goes away while this subscriber is live (a `let`: a class `var`
-    /// would cost a run-time exclusivity check on every subscribe).
-    let onOwnerReleased: (@Sendable () -> Void)?
     /// What the subscriber keeps alive for as long as it lives: a derived state's engine, which a
     /// subscription to it keeps (as a Combine `AnyCancellable` keeps its chain), or which watches
     /// a source through it (``Handler/sourceChanged(_:)``).
@@ -137,15 +144,8 @@ final class Subscriber<Element>: SubscriptionEntry, @unchecked Sendable {
     ) {
         self.handler = handler
         self.queue = queue
-        self.onOwnerReleased = onOwnerReleased
         self.keptAlive = keptAlive
-        super.init(startVersion: startVersion)
-    }
-
-    /// Tells the subscriber its container is gone; called once, from the container's `deinit`.
-    func ownerReleased() {
-        guard isActive, let onOwnerReleased else { return }
-        onOwnerReleased()
+        super.init(startVersion: startVersion, onOwnerReleased: onOwnerReleased)
     }
 
     /// Whether this subscriber wants old values and timestamps, not just new values.

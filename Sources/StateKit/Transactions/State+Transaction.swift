@@ -17,7 +17,7 @@ extension State {
     /// (each retain and release would be an atomic operation).
     @inlinable
     final func entry(in log: Unmanaged<TransactionLog>) -> Unmanaged<TypedTransactionEntry<Value>> {
-        if let entry = log._withUnsafeGuaranteedRef({ $0.entry(for: ObjectIdentifier(self)) }) {
+        if let entry = log._withUnsafeGuaranteedRef({ $0.entry(for: cellID) }) {
             return Unmanaged.fromOpaque(entry.toOpaque())
         }
         return addEntry(to: log)

@@ -17,7 +17,8 @@ class TransactionEntry {
     /// The container; ``retainedContainer`` keeps it alive while a transaction uses the entry.
     @usableFromInline
     unowned(unsafe) let container: AnyObject
-    /// The container's identity, which orders the commit's locks.
+    /// The container's ``State/cellID`` (its lock's identity): the containers of one cell are one
+    /// entry, and it orders the commit's locks.
     @usableFromInline
     let id: ObjectIdentifier
     /// The container's lock, unretained (the container keeps it), so that taking it retains
@@ -80,7 +81,7 @@ class TransactionEntry {
     @usableFromInline
     init(container: AnyObject, lock: Lock, version: UnsafePointer<UInt64>, operations: TransactionOperations) {
         self.container = container
-        self.id = ObjectIdentifier(container)
+        self.id = ObjectIdentifier(lock)
         self.lock = .passUnretained(lock)
         self.version = version
         self.operations = operations

@@ -1,0 +1,150 @@
+import Foundation
+import StateKit
+import StateKitTesting
+import Testing
+
+/// Semantics 11 under contention: persisted containers of one key in one storage are one cell
+/// (one value, one version, one lock, one order of subscribers), not values kept in step after
+/// the fact.
+@Suite struct OneCellPerKeyTests {
+    init() { DiagnosticsRecorder.start() }
+
+    @Test func incrementsThroughTwoFileContainersAreAllKept() {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let key = uniqueKey()
+        let containers = [
+            PersistedState(0, key: key, storage: .file(directory.url)),
+            PersistedState(0, key: key, storage: .file(directory.url)),
+        ]
+        onThreads(4) { index in
+            for _ in 0..<2_500 { containers[index % 2].modify { $0 += 1 } }
+        }
+        #expect(containers[0].value == 10_000)
+        #expect(containers[1].value == 10_000)
+        #expect(containers[0].version == containers[1].version)
+        containers[1].flush()
+        let reopened = PersistedState(-1, key: key, storage: .file(directory.url.appendingPathComponent(".")))
+        #expect(reopened.value == 10_000)
+    }
+
+    @Test func incrementsThroughEveryKindOfContainerOnOneSuiteAreAllKept() {
+        let suite = "statekit.cell.\(UUID().uuidString)"
+        let defaults = UserDefaults(suiteName: suite)!
+        defer { defaults.removePersistentDomain(forName: suite) }
+        let key = uniqueKey()
+        let plain = UserDefaultsState(0, key: key, defaults: defaults)
+        let persisted = PersistedState(0, key: key, storage: .userDefaults(defaults))
+        let synced = SyncedState(0, key: key, storage: .userDefaults(defaults), sinks: [])
+        let containers: [MonitoredState<Int>] = [plain, persisted, synced]
+        onThreads(6) { index in
+            for _ in 0..<1_000 { containers[index % 3].modify { $0 += 1 } }
+        }
+        for container in containers { #expect(container.value == 6_000) }
+        plain.flush()
+        #expect(defaults.integer(forKey: key) == 6_000)
+    }
+
+    @Test func aContainerMadeDuringWritesReadsTheLiveValue() {
+        let suite = "statekit.cell.\(UUID().uuidString)"
+        let defaults = UserDefaults(suiteName: suite)!
+        defer { defaults.removePersistentDomain(forName: suite) }
+        for trial in 0..<20 {
+            let key = "\(uniqueKey())-\(trial)"
+            let first = UserDefaultsState(0, key: key, defaults: defaults)
+            onThreads(4) { _ in
+                for _ in 0..<500 { first.modify { $0 += 1 } }
+            }
+            let second = UserDefaultsState(0, key: key, defaults: defaults)
+            #expect(second.value == 2_000)
+            #expect(second.version == first.version)
+        }
+    }
+
+    @Test func aJoiningOptionalReadsWhatOtherCodeJustStored() {
+        let suite = "statekit.cell.\(UUID().uuidString)"
+        let defaults = UserDefaults(suiteName: suite)!
+        defer { defaults.removePersistentDomain(forName: suite) }
+        let key = uniqueKey()
+        let first = UserDefaultsState<Bool?>(nil, key: key, defaults: defaults)
+        defaults.set(false, forKey: key)
+        let second = UserDefaultsState<Bool?>(nil, key: key, defaults: defaults)
+        #expect(second.value == false)
+        #expect(first.value == false)
+    }
+
+    @Test func twoContainersOfOneKeyInOneTransactionAreOneChange() {
+        let storage = InMemoryStateStorage()
+        let key = uniqueKey()
+        let first = PersistedState(0, key: key, storage: storage)
+        let second = PersistedState(0, key: key, storage: storage)
+        let heardFirst = first.record()
+        let heardSecond = second.record()
+        withStateTransaction {
+            first.modify(1)
+            second.modify(2)
+            #expect(first.value == 2)
+        }
+        #expect(first.value == 2)
+        #expect(second.value == 2)
+        #expect(heardFirst.values == [0, 2])
+        #expect(heardSecond.values == [0, 2])
+    }
+
+    @Test func everySubscriberHearsEveryChangeOnceInOneOrder() {
+        let storage = InMemoryStateStorage()
+        let key = uniqueKey()
+        let containers = (0..<3).map { _ in PersistedState(0, key: key, storage: storage) }
+        let heard = containers.map { $0.recordChanges() }
+        onThreads(3) { index in
+            for _ in 0..<1_000 { containers[index].modify { $0 += 1 } }
+        }
+        for container in containers { waitUntilDelivered(container) }
+        for changes in heard {
+            #expect(changes.values.map(\.newValue) == Array(1...3_000))
+            #expect(changes.values.map(\.version) == changes.values.map(\.version).sorted())
+        }
+    }
+
+    @Test func aValidatorGuardsWritesThroughEveryContainerOfItsKey() {
+        struct OutOfRange: Error {}
+        let storage = InMemoryStateStorage()
+        let key = uniqueKey()
+        let guarded = PersistedState(5, key: key, storage: storage) { _, proposed in
+            guard (0...10).contains(proposed) else { throw OutOfRange() }
+        }
+        let other = PersistedState(5, key: key, storage: storage)
+        other.modify(50)
+        #expect(guarded.value == 5)
+        #expect(other.value == 5)
+        #expect(DiagnosticsRecorder.diagnostics(involving: key).map(\.kind) == [.rejectedWrite])
+    }
+
+    @Test func aReleasedContainerEndsItsOwnSubscriptionsOnly() async {
+        let storage = InMemoryStateStorage()
+        let key = uniqueKey()
+        let kept = PersistedState(0, key: key, storage: storage)
+        var released: PersistedState<Int>? = PersistedState(0, key: key, storage: storage)
+        let keptHeard = kept.record()
+        var iterator = released!.values.makeAsyncIterator()
+        #expect(await iterator.next() == 0)
+        let releasedHeard = released!.record()
+        released = nil
+        kept.modify(1)
+        #expect(await iterator.next() == nil)
+        #expect(keptHeard.values == [0, 1])
+        #expect(releasedHeard.values == [0])
+    }
+
+    @Test func derivedStateOfTwoContainersOfOneKeyComputesOnce() {
+        let storage = InMemoryStateStorage()
+        let key = uniqueKey()
+        let first = PersistedState(1, key: key, storage: storage)
+        let second = PersistedState(1, key: key, storage: storage)
+        let sum = DerivedState(first, second) { $0 + $1 }
+        let heard = sum.record()
+        first.modify(2)
+        #expect(sum.value == 4)
+        #expect(heard.values == [2, 4])
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+import StateKit
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A failed save never lets old bytes win, and is reported once and in time.
+@Suite struct SaveFailureTests {
+    init() { DiagnosticsRecorder.start() }
+
+    /// Whether this process may mount a filesystem (CI runs as root).
+    static let canMount = getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/bin/mount")
+
+    @Test(.enabled(if: canMount, "mounting a small tmpfs to fill needs root; this run is not root"))
+    func aFullDiskNeverLetsTheOldFileWinAndTheNewestValueIsSavedOnceThereIsRoom() throws {
+        let disk = try SmallFilesystem(kilobytes: 64)
+        defer { disk.unmount() }
+        let key = uniqueKey()
+        let state = PersistedState("v0", key: key, storage: .file(disk.url))
+        state.modify("v1")
+        state.flush()
+        #expect(state.saveError == nil)
+
+        let filler = try disk.fill()
+        let newest = String(repeating: "v2", count: 2_000)
+        state.modify(newest)
+        state.flush()
+        let error = try #require(state.saveError as? POSIXError)
+        #expect(error.code == .ENOSPC)
+        #expect(state.value == newest)
+
+        // Events with no change of content: the failed save's own temporary file came and went;
+        // a touch of the stored file. Neither may bring the old value back.
+        let stored = FileStateStorage.file(disk.url).fileURL(forKey: key).path
+        #expect(utime(stored, nil) == 0)
+        Thread.sleep(forTimeInterval: 1.2)
+        #expect(state.value == newest)
+
+        try FileManager.default.removeItem(at: filler)
+        state.flush()
+        #expect(state.saveError == nil)
+        let reopened = try #require(try FileStateStorage.file(disk.url).load(forKey: key))
+        #expect(try JSONDecoder().decode(String.self, from: reopened) == newest)
+        #expect(DiagnosticsRecorder.diagnostics(involving: key).map(\.kind) == [.storageFailed])
+    }
+
+    @Test func aFailureThatPersistsIsReportedOnceAndAgainOnlyAfterASuccess() throws {
+        let storage = FaultyStorage()
+        let key = uniqueKey()
+        let state = PersistedState(0, key: key, storage: storage)
+        storage.failSaves(1_000)
+        state ~> 1
+        state.flush()
+        state.flush()
+        // The background retries (at 0.1, 0.2, 0.4 and 0.8 s) fail the same way.
+        Thread.sleep(forTimeInterval: 1.6)
+        #expect(DiagnosticsRecorder.diagnostics(involving: key).map(\.kind) == [.storageFailed])
+
+        storage.failSaves(0)
+        state.flush()
+        #expect(state.saveError == nil)
+        #expect(try storage.base.load(forKey: key) == Data("1".utf8))
+
+        storage.failSaves(1_000)
+        state ~> 2
+        state.flush()
+        #expect(DiagnosticsRecorder.diagnostics(involving: key).map(\.kind) == [.storageFailed, .storageFailed])
+    }
+
+    @Test func flushReturnsWithTheFailurePublished() {
+        let storage = FaultyStorage()
+        let state = PersistedState(0, key: uniqueKey(), storage: storage)
+        storage.failSaves(1_000)
+        state ~> 1
+        state.flush()
+        #expect(state.saveError != nil)
+    }
+
+    @Test func aSlowFailedSaveNeverPublishesItsErrorOverANewerSuccess() {
+        for trial in 0..<50 {
+            let storage = FaultyStorage()
+            let state = PersistedState(0, key: "\(uniqueKey())-\(trial)", storage: storage)
+            // The background save and flush's first attempt race for these; flush's next one succeeds.
+            storage.failSaves(trial.isMultiple(of: 2) ? 1 : 2)
+            state ~> 1
+            if trial.isMultiple(of: 3) { Thread.sleep(forTimeInterval: 0.001) }
+            state.flush()
+            #expect(state.saveError == nil, "trial \(trial): a stale failure was published after flush")
+        }
+    }
+}
+
+/// A tmpfs of a few kilobytes, mounted for one test: a real filesystem that really fills up.
+struct SmallFilesystem {
+    let url: URL
+
+    init(kilobytes: Int) throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("StateKitTests-disk-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        try Self.run("/bin/mount", "-t", "tmpfs", "-o", "size=\(kilobytes)k", "tmpfs", url.path)
+    }
+
+    /// Fills the filesystem with one file, until a write fails; returns the file.
+    func fill() throws -> URL {
+        let filler = url.appendingPathComponent("filler")
+        let descriptor = open(filler.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        guard descriptor >= 0 else { throw POSIXError(.EIO) }
+        defer { close(descriptor) }
+        let chunk = [UInt8](repeating: 0, count: 512)
+        while write(descriptor, chunk, chunk.count) > 0 {}
+        return filler
+    }
+
+    func unmount() {
+        try? Self.run("/bin/umount", url.path)
+        try? FileManager.default.removeItem(at: url)
+    }
+
+    private static func run(_ tool: String, _ arguments: String...) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw POSIXError(.EPERM) }
+    }
+}
