@@ -15,6 +15,9 @@ import StateKit
 //                                                          from standard input: "set <v>" stores
 //                                                          v and prints "set <v>", "show" prints
 //                                                          "current <v>", "quit" exits
+//   statekit-testhelper move <directory> <key> <previous>  opens an [Int] container on the key,
+//                                                          moving it from the previous key;
+//                                                          prints "moved <count>", exits
 
 func line(_ text: String) {
     FileHandle.standardOutput.write(Data((text + "\n").utf8))
@@ -22,7 +25,7 @@ func line(_ text: String) {
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 guard arguments.count >= 3 else {
-    line("usage: statekit-testhelper write|read|write-loop|follow <directory> <key> [value]")
+    line("usage: statekit-testhelper write|read|write-loop|follow|move <directory> <key> [value|previous]")
     exit(2)
 }
 let storage = FileStateStorage.file(URL(fileURLWithPath: arguments[1], isDirectory: true))
@@ -64,6 +67,9 @@ case "follow":
         }
     }
     subscription.cancel()
+case "move" where arguments.count == 4:
+    let state = PersistedState([Int](), key: key, storage: storage, previousKeys: [arguments[3]])
+    line("moved \(state.value.count)")
 default:
     line("unknown command \(arguments[0])")
     exit(2)

@@ -24,7 +24,7 @@ import Glibc
         #expect(state.saveError == nil)
 
         let filler = try disk.fill()
-        let newest = String(repeating: "v2", count: 2_000)
+        let newest = String(repeating: "v2", count: 100)
         state.modify(newest)
         state.flush()
         let error = try #require(state.saveError as? POSIXError)
