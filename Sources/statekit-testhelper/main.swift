@@ -15,9 +15,12 @@ import StateKit
 //                                                          from standard input: "set <v>" stores
 //                                                          v and prints "set <v>", "show" prints
 //                                                          "current <v>", "quit" exits
-//   statekit-testhelper move <directory> <key> <previous>  opens an [Int] container on the key,
-//                                                          moving it from the previous key;
-//                                                          prints "moved <count>", exits
+//   statekit-testhelper move <directory> <key> <previous>  prints "moving", opens an [Int]
+//                                                          container on the key, moving it from
+//                                                          the previous key, prints "moved
+//                                                          <count>", then waits for standard
+//                                                          input to end (so a test can kill it
+//                                                          while it surely lives)
 
 func line(_ text: String) {
     FileHandle.standardOutput.write(Data((text + "\n").utf8))
@@ -68,8 +71,10 @@ case "follow":
     }
     subscription.cancel()
 case "move" where arguments.count == 4:
+    line("moving")
     let state = PersistedState([Int](), key: key, storage: storage, previousKeys: [arguments[3]])
     line("moved \(state.value.count)")
+    while readLine() != nil {}
 default:
     line("unknown command \(arguments[0])")
     exit(2)

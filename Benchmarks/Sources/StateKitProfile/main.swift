@@ -13,8 +13,8 @@ struct Row: Equatable, Sendable {
     var a = 0, b = 0, c = 0, d = 0, e = 0, f = 0, g = 0, h = 0, i = 0, j = "ten"
 }
 
-/// The seed article's pattern, and what `PersistedState` and `UserDefaultsState` do: an override
-/// of `didModify()`, which every change runs through the delivery queue.
+/// The seed article's pattern: an override of `didModify()`, which every change runs through the
+/// delivery queue.
 final class HookedState: MonitoredState<Int>, @unchecked Sendable {
     var hookCalls = 0
 
@@ -131,6 +131,20 @@ case "chain":
         root.modify(next)
     }
     withExtendedLifetime(token) {}
+case "persistedWrite":
+    let state = PersistedState(0, key: "persistedWrite", storage: InMemoryStateStorage())
+    let token = state.subscribe { _ in }
+    measured(count) {
+        next &+= 1
+        state.modify(next)
+    }
+    state.flush()
+    withExtendedLifetime(token) {}
+case "join":
+    let storage = InMemoryStateStorage()
+    let first = PersistedState(0, key: "join", storage: storage)
+    first.modify(1)
+    measured(count) { next &+= PersistedState(0, key: "join", storage: storage).value }
 case "churn":
     let state = MonitoredState(0, key: "churn")
     measured(count) { state.subscribe { _ in }.cancel() }

@@ -103,6 +103,10 @@ extension State: SubscriberOwner {
     /// are removed and told, as ``endSubscriptions()`` tells a container's own.
     final func endReleasedSubscriptions() {
         lock.lock()
+        guard audience.subscribers.contains(where: { $0.owner == nil }) || !audience.projections.isEmpty else {
+            lock.unlock()
+            return
+        }
         var released: [SubscriptionEntry] = []
         audience.subscribers.removeAll { subscriber in
             guard subscriber.owner == nil else { return false }

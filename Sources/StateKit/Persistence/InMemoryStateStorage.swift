@@ -15,11 +15,12 @@ public final class InMemoryStateStorage: StateStorage, @unchecked Sendable {
     private let lock = Lock()
     private var contents: [String: Data] = [:]
 
+    /// `memory://<UUID>`, unique to this instance (made once: every container of a key looks
+    /// it up when it joins).
+    public let location = "memory://\(UUID().uuidString)"
+
     /// Creates an empty storage.
     public init() {}
-
-    /// `memory://<address>`, unique to this instance.
-    public var location: String { "memory://\(ObjectIdentifier(self))" }
 
     /// The keys that hold bytes.
     public var keys: [String] {

@@ -26,7 +26,7 @@ import Foundation
 /// live container already holds `key` in the same storage with a different value type, it reports
 /// ``StateDiagnostic/Kind/keyConflict`` and keeps its value in memory only.
 ///
-/// Handlers run as on any ``MonitoredState``. A subclass may override ``didModify()`` (calling
+/// Handlers run as on any ``MonitoredState``. A subclass may override ``State/didModify()`` (calling
 /// `super.didModify()`): it runs after every change of the key, whichever container made it.
 ///
 /// - Note: All operations on `PersistedState` are thread-safe. A subclass must restate its

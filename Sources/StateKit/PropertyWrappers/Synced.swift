@@ -23,7 +23,7 @@ public struct Synced<Value: Sendable>: Sendable {
     }
 
     /// A property whose value is stored for `key` in `storage`, and whose changes are saved
-    /// there and sent to `sinks`; see ``SyncedState/init(_:key:storage:sinks:)-(_,_,_,[StateSink<Value>])``.
+    /// there and sent to `sinks`; see ``SyncedState/init(_:key:storage:previousKeys:sinks:)-(_,_,_,_,[StateSink<Value>])``.
     ///
     /// ```swift
     /// final class Cart {

@@ -26,7 +26,7 @@ extension SyncedState where Value: Codable {
     }
 
     /// Creates a persisted container whose sinks are listed in a block; see
-    /// ``init(_:key:storage:sinks:)-(_,_,_,[StateSink<Value>])``.
+    /// ``init(_:key:storage:previousKeys:sinks:)-(_,_,_,_,[StateSink<Value>])``.
     ///
     /// ```swift
     /// let score = SyncedState(0, key: "score", storage: .file(directory)) {
@@ -43,9 +43,9 @@ extension SyncedState where Value: Codable {
         self.init(defaultValue, key: key, storage: storage, previousKeys: previousKeys, sinks: sinks())
     }
 
-    /// Creates a persisted container as ``init(_:key:storage:sinks:)-(_,_,_,[StateSink<Value>])``
+    /// Creates a persisted container as ``init(_:key:storage:previousKeys:sinks:)-(_,_,_,_,[StateSink<Value>])``
     /// does, whose writes must pass `validator`; see
-    /// ``PersistedState/init(_:key:storage:validator:)`` for what it means for shared and outside values.
+    /// ``PersistedState/init(_:key:storage:previousKeys:validator:)`` for what it means for shared and outside values.
     public convenience init(
         _ defaultValue: Value,
         key: String,

@@ -28,7 +28,7 @@
 open class SyncedState<Value: Sendable>: MonitoredState<Value> {
     let pipelines: [SinkPipeline<Value>]
     private var sinkSubscription: Subscription?
-    /// The shared stored value when the container persists (``init(_:key:storage:sinks:)-(_,_,_,[StateSink<Value>])``).
+    /// The shared stored value when the container persists (``init(_:key:storage:previousKeys:sinks:)-(_,_,_,_,[StateSink<Value>])``).
     let persistence: StoredValue<Value>?
 
     /// Creates a container holding `defaultValue` whose changes go to `sinks`.
@@ -146,7 +146,7 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
 
     /// Returns once every sink has received every change made before the call, or given it up
     /// (or dropped it, or paused) as its policy says, or when the calling task is cancelled; a
-    /// persisted container (``init(_:key:storage:sinks:)-(_,_,_,[StateSink<Value>])``) first saves its newest value.
+    /// persisted container (``init(_:key:storage:previousKeys:sinks:)-(_,_,_,_,[StateSink<Value>])``) first saves its newest value.
     ///
     /// Use it in tests instead of sleeping, and before the app suspends. A sink paused by
     /// ``SinkPolicy/Failure/pauseAndKeep(retryEvery:)``, or asked by its destination to wait longer
