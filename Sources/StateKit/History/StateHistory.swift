@@ -126,9 +126,13 @@ public final class StateHistory: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         guard let step = self[keyPath: source].last else { return false }
+        // The versions the step's containers had when the transaction that moves them committed.
+        var firstVersions: [UInt64] = []
         do {
             try withStateTransaction {
                 for change in step.changes { try containers[change.index].write(change[keyPath: side]) }
+                let log = TransactionLog.current!.takeUnretainedValue()
+                firstVersions = step.changes.map { log.firstVersion(of: containers[$0.index].id)! }
             }
         } catch let rejection as RejectedWriteError {
             rejection.report()
@@ -139,8 +143,17 @@ public final class StateHistory: @unchecked Sendable {
         self[keyPath: source].removeLast()
         self[keyPath: destination].append(step)
         // The transaction's changes are delivered after `delivery.end()`: by then this snapshot
-        // includes them, so they are not recorded as a step.
-        last = HistorySnapshot.take(of: containers)
+        // includes them, so they are not recorded as a step. A write another thread made after
+        // the commit is not the undo's: the snapshot keeps the undo's own result for that
+        // container, so the write is recorded as a step of its own (and clears the redo steps)
+        // instead of being folded into the undo, where a redo would overwrite it.
+        var snapshot = HistorySnapshot.take(of: containers)
+        for (change, firstVersion) in zip(step.changes, firstVersions)
+        where snapshot.versions[change.index] > firstVersion &+ 1 {
+            snapshot.versions[change.index] = firstVersion &+ 1
+            snapshot.values[change.index] = change[keyPath: side]
+        }
+        last = snapshot
         publishAvailabilityLocked()
         return true
     }

@@ -1,12 +1,39 @@
 import Foundation
 import Observation
 import StateKitTesting
+import Synchronization
 import Testing
 
 @testable import StateKit
 
 @Suite struct StateHistoryTests {
     private struct Refused: Error {}
+
+    @Test func anUndoRacingAWriteNeverLetsRedoOverwriteTheNewerValue() {
+        let trials = 20_000
+        let cases = (0..<trials).map { _ in
+            let a = MonitoredState(0, key: uniqueKey("a"))
+            let history = StateHistory(tracking: a)
+            a ~> 1
+            a ~> 2
+            return (a: a, history: history)
+        }
+        let barrier = SpinBarrier(parties: 2)
+        onThreads(2) { index in
+            for trial in 0..<trials {
+                barrier.arriveAndWait(round: trial)
+                if index == 0 { cases[trial].history.undo() } else { cases[trial].a.modify(100 + trial) }
+            }
+        }
+        for (trial, (a, history)) in cases.enumerated() {
+            waitUntilDelivered(a)
+            // The user's write is the current value: no redo may bring back a value from before it.
+            guard a.value == 100 + trial else { continue }
+            #expect(!history.canRedo, "trial \(trial): redo would overwrite the newer value")
+            history.redo()
+            #expect(a.value == 100 + trial, "trial \(trial)")
+        }
+    }
 
     @Test func eachChangeIsOneStep() {
         let count = MonitoredState(0, key: uniqueKey("count"))
@@ -210,5 +237,21 @@ import Testing
         #expect(redone == undone)
         #expect(a.value == 2_000)
         #expect(b.value == -1_000)
+    }
+}
+
+/// Lets threads start each round of a race at the same moment.
+private final class SpinBarrier: Sendable {
+    private let arrived = Atomic<Int>(0)
+    private let parties: Int
+
+    init(parties: Int) {
+        self.parties = parties
+    }
+
+    /// Waits until every party has arrived for `round` (0, 1, 2, … in turn).
+    func arriveAndWait(round: Int) {
+        arrived.add(1, ordering: .acquiringAndReleasing)
+        while arrived.load(ordering: .acquiring) < parties * (round + 1) {}
     }
 }
