@@ -11,7 +11,8 @@ import Foundation
 /// reads the live value at once. This object then only moves values between the cell and the
 /// storage:
 /// - every change of the cell is saved (a subscriber of the cell schedules it); a save writes
-///   the cell's newest value, so a burst of changes costs one write;
+///   the cell's newest value, so a burst of changes costs one write, and writes nothing when the
+///   newest value is one that came from storage;
 /// - a change made outside (another process, a replaced file, other code writing `UserDefaults`)
 ///   is noticed by the storage's watcher, read, and written into the cell as one change, which is
 ///   not saved again. What the storage holds is recognised by its fingerprint, so the container's
@@ -84,7 +85,7 @@ final class StoredValue<Value>: RetirableStoredValue, @unchecked Sendable {
         self.queue = DispatchQueue(label: "StateKit.persistence.\(key)", qos: .utility)
         changes = cell.addSubscriber(
             queue: nil,
-            handler: .change { [weak self] change in self?.cellChanged(version: change.version) },
+            handler: .value { [weak self] _ in self?.scheduleSave() },
             sendsCurrentValue: false)
     }
 
@@ -145,16 +146,6 @@ final class StoredValue<Value>: RetirableStoredValue, @unchecked Sendable {
         return true
     }
 
-    /// Schedules the save of a change of the cell, unless the change came from storage.
-    private func cellChanged(version: UInt64) {
-        let isOutside = lock.withLock {
-            guard version == outsideVersion else { return false }
-            savedVersion = max(savedVersion, version)
-            return true
-        }
-        if !isOutside { scheduleSave() }
-    }
-
     private func scheduleSave(after delay: Double = 0) {
         if savesInline && delay == 0 {
             saveNewest()
@@ -192,7 +183,12 @@ final class StoredValue<Value>: RetirableStoredValue, @unchecked Sendable {
             outcomeTicket &+= 1
             let ticket = outcomeTicket
             let (newest, newestVersion) = cell.lock.withLock { (cell.storedValue, cell.storedVersion) }
-            guard lock.withLock({ persisting && newestVersion > savedVersion }) else { return (Outcome(), ticket) }
+            let isSaved = lock.withLock {
+                // A value that came from storage is there already.
+                if newestVersion == outsideVersion { savedVersion = max(savedVersion, newestVersion) }
+                return !persisting || newestVersion <= savedVersion
+            }
+            guard !isSaved else { return (Outcome(), ticket) }
             let representation: StoredRepresentation?
             do {
                 representation = try codec.encode(newest)
