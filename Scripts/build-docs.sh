@@ -5,7 +5,7 @@
 # No plugin needed: the compiler emits symbol graphs, then `docc convert` renders each catalog.
 # The symbol-graph build uses its own scratch path so it does not invalidate the normal build.
 # Usage: Scripts/build-docs.sh [output-directory]   (default: .build/docs; one
-# <Module>.doccarchive in it per library)
+# <Module>.doccarchive in it per library). It ends by printing how to preview them.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -77,3 +77,15 @@ PYTHON
         --warnings-as-errors
     echo "documentation built in $output/$module.doccarchive"
 done
+
+# The archives are built for static hosting: any web server shows them.
+cat <<PREVIEW
+
+To preview, serve an archive and browse to its module's page, for example:
+    python3 -m http.server 8000 --directory $output/StateKit.doccarchive
+    then http://localhost:8000/documentation/statekit (statekittesting, statekithttp likewise);
+or let DocC rebuild the pages as you edit, at http://localhost:8080/documentation/statekit:
+    docc preview Sources/StateKit/StateKit.docc --additional-symbol-graph-dir $scratch/symbol-graphs-StateKit \\
+        --output-dir $scratch/preview
+On macOS, 'open $output/StateKit.doccarchive' shows an archive in Xcode.
+PREVIEW
