@@ -9,7 +9,7 @@ import Testing
 @Suite struct StateHistoryTests {
     private struct Refused: Error {}
 
-    @Test func anUndoRacingAWriteNeverLetsRedoOverwriteTheNewerValue() {
+    @Test func anUndoRacingAWriteNeverLetsRedoOverwriteTheNewerValue() async {
         let trials = 20_000
         let cases = (0..<trials).map { _ in
             let a = MonitoredState(0, key: uniqueKey("a"))
@@ -19,14 +19,14 @@ import Testing
             return (a: a, history: history)
         }
         let barrier = SpinBarrier(parties: 2)
-        onThreads(2) { index in
+        await onThreads(2) { index in
             for trial in 0..<trials {
                 barrier.arriveAndWait(round: trial)
                 if index == 0 { cases[trial].history.undo() } else { cases[trial].a.modify(100 + trial) }
             }
         }
         for (trial, (a, history)) in cases.enumerated() {
-            waitUntilDelivered(a)
+            await waitUntilDelivered(a)
             // The user's write is the current value: no redo may bring back a value from before it.
             guard a.value == 100 + trial else { continue }
             #expect(!history.canRedo, "trial \(trial): redo would overwrite the newer value")
@@ -249,9 +249,10 @@ private final class SpinBarrier: Sendable {
         self.parties = parties
     }
 
-    /// Waits until every party has arrived for `round` (0, 1, 2, … in turn).
+    /// Waits until every party has arrived for `round` (0, 1, 2, … in turn), yielding the core
+    /// while it waits, so the other tests running meanwhile are not starved.
     func arriveAndWait(round: Int) {
         arrived.add(1, ordering: .acquiringAndReleasing)
-        while arrived.load(ordering: .acquiring) < parties * (round + 1) {}
+        while arrived.load(ordering: .acquiring) < parties * (round + 1) { sched_yield() }
     }
 }

@@ -13,8 +13,14 @@ import Glibc
     /// Whether this process may mount a filesystem (CI runs as root).
     static let canMount = getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/bin/mount")
 
+    // These tests sleep and retry for seconds: each runs on a thread of its own, not the test pool's.
+
     @Test(.enabled(if: canMount, "mounting a small tmpfs to fill needs root; this run is not root"))
-    func aFullDiskNeverLetsTheOldFileWinAndTheNewestValueIsSavedOnceThereIsRoom() throws {
+    func aFullDiskNeverLetsTheOldFileWinAndTheNewestValueIsSavedOnceThereIsRoom() async throws {
+        try await awayFromThePool { Result { try Self.fillTheDiskThenFreeIt() } }.get()
+    }
+
+    private static func fillTheDiskThenFreeIt() throws {
         let disk = try SmallFilesystem(kilobytes: 64)
         defer { disk.unmount() }
         let key = uniqueKey()
@@ -46,7 +52,11 @@ import Glibc
         #expect(DiagnosticsRecorder.diagnostics(involving: key).map(\.kind) == [.storageFailed])
     }
 
-    @Test func aFailureThatPersistsIsReportedOnceAndAgainOnlyAfterASuccess() throws {
+    @Test func aFailureThatPersistsIsReportedOnceAndAgainOnlyAfterASuccess() async throws {
+        try await awayFromThePool { Result { try Self.failPersistentlyThenRecover() } }.get()
+    }
+
+    private static func failPersistentlyThenRecover() throws {
         let storage = FaultyStorage()
         let key = uniqueKey()
         let state = PersistedState(0, key: key, storage: storage)
@@ -69,16 +79,23 @@ import Glibc
         #expect(DiagnosticsRecorder.diagnostics(involving: key).map(\.kind) == [.storageFailed, .storageFailed])
     }
 
-    @Test func flushReturnsWithTheFailurePublished() {
-        let storage = FaultyStorage()
-        let state = PersistedState(0, key: uniqueKey(), storage: storage)
-        storage.failSaves(1_000)
-        state ~> 1
-        state.flush()
-        #expect(state.saveError != nil)
+    @Test func flushReturnsWithTheFailurePublished() async {
+        let published = await awayFromThePool {
+            let storage = FaultyStorage()
+            let state = PersistedState(0, key: uniqueKey("flushReturnsWithTheFailurePublished"), storage: storage)
+            storage.failSaves(1_000)
+            state ~> 1
+            state.flush()
+            return state.saveError != nil
+        }
+        #expect(published)
     }
 
-    @Test func aSlowFailedSaveNeverPublishesItsErrorOverANewerSuccess() {
+    @Test func aSlowFailedSaveNeverPublishesItsErrorOverANewerSuccess() async {
+        await awayFromThePool { Self.raceFailedAndNewerSaves() }
+    }
+
+    private static func raceFailedAndNewerSaves() {
         for trial in 0..<50 {
             let storage = FaultyStorage()
             let state = PersistedState(0, key: "\(uniqueKey())-\(trial)", storage: storage)

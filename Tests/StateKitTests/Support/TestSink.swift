@@ -1,5 +1,6 @@
 import Foundation
 import StateKit
+import Testing
 
 /// A door async code can wait at until a test opens it; tells the test when someone arrived.
 final class Gate: @unchecked Sendable {
@@ -7,7 +8,7 @@ final class Gate: @unchecked Sendable {
     private var isOpen = false
     private var waiters: [CheckedContinuation<Void, Never>] = []
     private var arrivals = 0
-    private var arrivalWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    private var arrivalWaiters: [(count: Int, resumer: OnceResumer)] = []
 
     func wait() async {
         await withCheckedContinuation { continuation in
@@ -22,19 +23,19 @@ final class Gate: @unchecked Sendable {
                 waiters.append(continuation)
                 lock.unlock()
             }
-            for waiter in ready { waiter.continuation.resume() }
+            for waiter in ready { waiter.resumer.resume() }
         }
     }
 
     /// Returns once `count` tasks have arrived at the gate.
-    func arrived(_ count: Int = 1) async {
-        await withCheckedContinuation { continuation in
+    func arrived(_ count: Int = 1, sourceLocation: SourceLocation = #_sourceLocation) async {
+        await bounded("\(count) arrivals at the gate", sourceLocation: sourceLocation) { resumer in
             lock.lock()
             if arrivals >= count {
                 lock.unlock()
-                continuation.resume()
+                resumer.resume()
             } else {
-                arrivalWaiters.append((count, continuation))
+                arrivalWaiters.append((count, resumer))
                 lock.unlock()
             }
         }
@@ -64,7 +65,7 @@ final class TestSink<Value: Sendable>: StateSink, @unchecked Sendable {
     private var batchSizes: [Int] = []
     private var attempts = 0
     private var failures: (Int) -> (any Error)?
-    private var countWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    private var countWaiters: [(count: Int, resumer: OnceResumer)] = []
 
     /// - Parameter failures: Given the attempt number (1-based, across all batches), the error to
     ///   throw, or `nil` to accept.
@@ -91,7 +92,7 @@ final class TestSink<Value: Sendable>: StateSink, @unchecked Sendable {
         let ready = countWaiters.filter { $0.count <= accepted.count }
         countWaiters.removeAll { $0.count <= accepted.count }
         lock.unlock()
-        for waiter in ready { waiter.continuation.resume() }
+        for waiter in ready { waiter.resumer.resume() }
     }
 
     func setFailures(_ failures: @escaping (Int) -> (any Error)?) {
@@ -103,15 +104,16 @@ final class TestSink<Value: Sendable>: StateSink, @unchecked Sendable {
     var attemptCount: Int { lock.withLock { attempts } }
     var batches: [Int] { lock.withLock { batchSizes } }
 
-    /// Returns once the sink has accepted at least `count` changes.
-    func received(_ count: Int) async {
-        await withCheckedContinuation { continuation in
+    /// Returns once the sink has accepted at least `count` changes, or fails the test after a
+    /// minute.
+    func received(_ count: Int, sourceLocation: SourceLocation = #_sourceLocation) async {
+        await bounded("\(count) changes at the sink", sourceLocation: sourceLocation) { resumer in
             lock.lock()
             if accepted.count >= count {
                 lock.unlock()
-                continuation.resume()
+                resumer.resume()
             } else {
-                countWaiters.append((count, continuation))
+                countWaiters.append((count, resumer))
                 lock.unlock()
             }
         }

@@ -107,3 +107,40 @@ func waitUntilDelivered<Value>(_ state: State<Value>, sourceLocation: SourceLoca
     waitFor(arrived, "the deliveries queued before the barrier", sourceLocation: sourceLocation)
     barrier.cancel()
 }
+
+/// A continuation resumed once: by the event a test waits for, or by ``bounded(_:seconds:sourceLocation:_:)``'s
+/// timer, whichever comes first.
+final class OnceResumer: @unchecked Sendable {
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<Bool, Never>?
+
+    init(_ continuation: CheckedContinuation<Bool, Never>) {
+        self.continuation = continuation
+    }
+
+    /// Resumes the waiter, unless it was resumed already; `inTime: false` means it timed out.
+    func resume(inTime: Bool = true) {
+        let continuation = lock.withLock {
+            defer { self.continuation = nil }
+            return self.continuation
+        }
+        continuation?.resume(returning: inTime)
+    }
+}
+
+/// Waits until what `register` hands the resumer to resumes it, for at most `seconds`: a wait
+/// that overruns records a failure and returns, so a test that never sees its event fails and
+/// the run goes on, instead of waiting on a continuation nobody will resume.
+func bounded(
+    _ what: String,
+    seconds: Double = 60,
+    sourceLocation: SourceLocation = #_sourceLocation,
+    _ register: (OnceResumer) -> Void
+) async {
+    let inTime = await withCheckedContinuation { continuation in
+        let resumer = OnceResumer(continuation)
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { resumer.resume(inTime: false) }
+        register(resumer)
+    }
+    #expect(inTime, "timed out after \(seconds) s waiting for \(what)", sourceLocation: sourceLocation)
+}
