@@ -183,12 +183,15 @@ final class StoredValue<Value>: RetirableStoredValue, @unchecked Sendable {
             outcomeTicket &+= 1
             let ticket = outcomeTicket
             let (newest, newestVersion) = cell.lock.withLock { (cell.storedValue, cell.storedVersion) }
-            let isSaved = lock.withLock {
+            let (isPersisting, isSaved) = lock.withLock {
                 // A value that came from storage is there already.
                 if newestVersion == outsideVersion { savedVersion = max(savedVersion, newestVersion) }
-                return !persisting || newestVersion <= savedVersion
+                return (persisting, newestVersion <= savedVersion)
             }
-            guard !isSaved else { return (Outcome(), ticket) }
+            guard isPersisting else { return (Outcome(), ticket) }
+            // Storage holds the newest value: no save error, whichever save put it there (one that
+            // succeeded on another thread may not have published yet, and its outcome is older).
+            guard !isSaved else { return (Outcome(saveError: .some(nil)), ticket) }
             let representation: StoredRepresentation?
             do {
                 representation = try codec.encode(newest)
