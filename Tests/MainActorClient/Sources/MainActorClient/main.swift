@@ -49,7 +49,7 @@ struct PrintSink: StateSink {
 
 /// Property wrappers that persist and sync, in a main-actor class.
 final class SettingsModel {
-    @Persisted(key: "client.theme", storage: .inMemory) var theme = "light"
+    @Persisted(key: "client.theme", storage: .inMemory, previousKeys: ["client.oldTheme"]) var theme = "light"
     @Synced(key: "client.score", sinks: [LoggingSink()]) var score = 0
 }
 
@@ -147,6 +147,8 @@ synced.name ~> "Dee"
 await synced.flush()
 let persisted = PersistedState(Profile(), key: "profile.persisted", storage: .inMemory)
 persisted.visits ~> 3
+let moved = PersistedState(Profile(), key: "profile.moved", storage: .inMemory, previousKeys: ["profile.old"])
+moved.visits ~> 4
 let settings = SettingsModel()
 settings.theme = "dark"
 settings.score += 1
