@@ -23,6 +23,9 @@ final class HookedState: MonitoredState<Int>, @unchecked Sendable {
     }
 }
 
+/// How many times the links of `chainCutoff` computed.
+nonisolated(unsafe) var linkComputations = 0
+
 @inline(never)
 func measured(_ count: Int, _ body: () -> Void) {
     for _ in 0..<count { body() }
@@ -130,6 +133,25 @@ case "chain":
         next &+= 1
         root.modify(next)
     }
+    withExtendedLifetime(token) {}
+case "chainCutoff":
+    // The same chain with a cutoff in the middle: link 500 keeps its value for 9 writes in 10,
+    // so the 499 links after it compute only on the tenth (early cutoff).
+    let root = MonitoredState(0, key: "root")
+    var last = root.map { $0 }
+    for link in 1..<1_000 {
+        last = last.map { value in
+            linkComputations &+= 1
+            return link == 500 ? value / 10 : value + 1
+        }
+    }
+    let token = last.subscribe { _ in }
+    linkComputations = 0
+    measured(count) {
+        next &+= 1
+        root.modify(next)
+    }
+    print("link computations per write: \(Double(linkComputations) / Double(count))")
     withExtendedLifetime(token) {}
 case "persistedWrite":
     let state = PersistedState(0, key: "persistedWrite", storage: InMemoryStateStorage())

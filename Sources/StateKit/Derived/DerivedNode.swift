@@ -37,9 +37,13 @@ final class DerivedNode<Value>: @unchecked Sendable {
     private var watches: [Subscription] = []
 
     /// A node over `inputs` that computes as `PulledDerivation` does.
+    ///
+    /// - Parameter stamps: One per source, when every source has a ``Projection/changeStamp``: the
+    ///   node then computes again only when one of them moved (early cutoff).
     init(
         key: String,
         inputs: [DerivationInput],
+        stamps: [() -> UInt64]? = nil,
         isDuplicate: @escaping (Value, Value) -> Bool,
         evaluate: @escaping () -> Value
     ) {
@@ -47,7 +51,7 @@ final class DerivedNode<Value>: @unchecked Sendable {
         let observation = DerivedObservation()
         var storage: MonitoredState<Value>?
         let pulled = PulledDerivation(
-            inputs: inputs, isDuplicate: isDuplicate, evaluate: evaluate,
+            inputs: inputs, stamps: stamps, isDuplicate: isDuplicate, evaluate: evaluate,
             makeStorage: { value in
                 storage = MonitoredState(value, key: key)
                 return storage!
@@ -107,8 +111,12 @@ final class DerivedNode<Value>: @unchecked Sendable {
     ) -> DerivedNode where Value: Equatable {
         let projections = (repeat (each sources).readOnly.projection)
         var inputs: [DerivationInput] = []
-        for projection in repeat each projections { inputs += projection.derivationInputs }
-        return DerivedNode(key: key, inputs: inputs, isDuplicate: ==) {
+        var stamps: [() -> UInt64]? = []
+        for projection in repeat each projections {
+            inputs += projection.derivationInputs
+            if let stamp = projection.changeStamp { stamps?.append(stamp) } else { stamps = nil }
+        }
+        return DerivedNode(key: key, inputs: inputs, stamps: stamps, isDuplicate: ==) {
             compute(repeat (each projections).readUntracked())
         }
     }

@@ -16,6 +16,9 @@ struct DerivedProjection<Value>: Projection, @unchecked Sendable {
 
     var derivationInputs: [DerivationInput] { node.inputs }
 
+    /// The node's version after bringing it up to date: it moves only when the value changed.
+    var changeStamp: (() -> UInt64)? { { [node] in node.version } }
+
     func read() -> Value {
         node.registerAccess()
         return node.current()

@@ -21,9 +21,14 @@
 /// - **Glitch-free.** Its value is always computed from values its sources held at one moment:
 ///   in a diamond (`b = a.map { $0 * 2 }`, `c = a.map { $0 * 3 }`,
 ///   `d = DerivedState(b, c) { $0 + $1 }`), `d` never combines an old `b` with a new `c`.
-/// - **Computed once per change.** With subscribers, it computes once per committed change of
-///   its sources (a transaction is one change); without, at most once per change, when read. A
-///   result equal to the last one notifies nobody and keeps the version.
+/// - **Computed once per change of its inputs' values.** With subscribers, it computes once per
+///   committed change of its sources (a transaction is one change); without, at most once per
+///   change, when read. A result equal to the last one notifies nobody and keeps the version, and
+///   a derived state whose sources are containers and derived states computes again only when one
+///   of them changed (early cutoff, at any depth): with `parity = a.map { $0 % 2 }` and
+///   `text = parity.map { $0 == 0 ? "even" : "odd" }`, writing `a` from 7 to 9 computes `parity`
+///   (still 1) and not `text`. A source that is a key path of a container counts as changed when
+///   its container changes.
 /// - **Ordered.** Under concurrent writers, the versions a subscriber sees strictly increase, and
 ///   the last value it sees is the current one.
 /// - **Lifetime.** Holding a derived state (or a live subscription to it) keeps its sources

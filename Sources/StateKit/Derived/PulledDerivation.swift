@@ -12,9 +12,14 @@ import Foundation
 /// After two attempts lost to concurrent writers, it computes inside a read-only
 /// ``withStateTransaction(_:)``, a consistent snapshot by construction.
 ///
-/// ## Once per change
+/// ## Once per change of its inputs' values (early cutoff)
 /// Reading a derived source brings it up to date (or returns its cached value if its leaves have
-/// not moved), so each node of a chain computes at most once per change of its leaves.
+/// not moved), so each node of a chain computes at most once per change of its leaves. When every
+/// source has a change stamp (a container's or a derived state's version, which moves only when
+/// its value changed), a node whose leaves moved first brings its sources up to date and compares
+/// their stamps with those it last computed from: if none moved, it keeps its value without
+/// computing, as incremental-computation engines' early cutoff does. In `b = a / 10`,
+/// `c = b * 2`, a change of `a` from 11 to 12 computes `b` (still 1) and not `c`.
 ///
 /// ## Order and locks
 /// One thread computes at a time (others wait for its result), each from versions no older than
@@ -32,6 +37,8 @@ final class PulledDerivation<Value>: @unchecked Sendable {
     /// The leaves' versions, read without generic code.
     private let leafVersions: [VersionReader]
     private let evaluate: () -> Value
+    /// The sources' change stamps, when every source has one; see "early cutoff" above.
+    private let stamps: [() -> UInt64]?
     private let isDuplicate: (Value, Value) -> Bool
     /// Guards the fields below; computations run outside it, one at a time (see ``current()``).
     private let condition = NSCondition()
@@ -45,10 +52,16 @@ final class PulledDerivation<Value>: @unchecked Sendable {
     private var isComputing = false
     /// The versions the computing thread works with; only that thread touches them.
     private var computingVersions: [UInt64]
+    /// The sources' stamps `cached` was computed from, when `hasComputedStamps` (known at one
+    /// moment), and the stamps being compared; only the computing thread touches them.
+    private var computedStamps: [UInt64]
+    private var stampScratch: [UInt64]
+    private var hasComputedStamps = false
 
     /// Computes the first value, which `storage` must be made with.
     init(
         inputs: [DerivationInput],
+        stamps: [() -> UInt64]?,
         isDuplicate: @escaping (Value, Value) -> Bool,
         evaluate: @escaping () -> Value,
         makeStorage: (Value) -> MonitoredState<Value>,
@@ -58,10 +71,15 @@ final class PulledDerivation<Value>: @unchecked Sendable {
         self.leaves = inputs.map(\.leaf).filter { seen.insert($0.cellID).inserted }
         self.leafVersions = leaves.map(\.versionReader)
         self.evaluate = evaluate
+        self.stamps = stamps
+        self.computedStamps = Array(repeating: 0, count: stamps?.count ?? 0)
+        self.stampScratch = computedStamps
         self.isDuplicate = isDuplicate
         var versions = leafVersions.map(\.current)
+        var leavesMoved = false
         let value = Self.consistentValue(
-            leaves: leaves, leafVersions: leafVersions, versions: &versions, evaluate: evaluate)
+            leaves: leaves, leafVersions: leafVersions, versions: &versions, leavesMoved: &leavesMoved,
+            evaluate: evaluate)
         // Made inside a transaction, the value may include writes that are yet to commit: the first
         // read outside computes it again.
         self.versions = isTransactionOpenOnThisThread ? versions.map { _ in .max } : versions
@@ -70,6 +88,9 @@ final class PulledDerivation<Value>: @unchecked Sendable {
         self.cached = value
         self.storage = makeStorage(value)
         self.observation = observation
+        if !isTransactionOpenOnThisThread {
+            hasComputedStamps = readStamps(into: &computedStamps, atVersions: versions)
+        }
     }
 
     /// The current value: the cached one if no leaf changed since it was computed, or a new one,
@@ -102,13 +123,34 @@ final class PulledDerivation<Value>: @unchecked Sendable {
         swap(&computing, &computingVersions)
         for index in scratch.indices { computing[index] = scratch[index] }
         condition.unlock()
+        // Early cutoff: the stamps of the sources now, compared with those `cached` came from.
+        // In a local, like `computing`: reading them pulls the chain below.
+        var stampsNow: [UInt64] = []
+        swap(&stampsNow, &stampScratch)
+        var hasStamps = false
+        if hasComputedStamps {
+            hasStamps = readStamps(into: &stampsNow, atVersions: computing)
+            if hasStamps && stampsNow == computedStamps {
+                swap(&stampsNow, &stampScratch)
+                condition.lock()
+                finishComputing(versions: &computing)
+                defer { condition.unlock() }
+                return cached
+            }
+        }
+        var leavesMoved = false
         let value = Self.consistentValue(
-            leaves: leaves, leafVersions: leafVersions, versions: &computing, evaluate: evaluate)
+            leaves: leaves, leafVersions: leafVersions, versions: &computing, leavesMoved: &leavesMoved,
+            evaluate: evaluate)
+        if stamps != nil {
+            // The stamps read before computing are those of the value computed, unless a leaf moved.
+            if !hasStamps || leavesMoved { hasStamps = readStamps(into: &stampsNow, atVersions: computing) }
+            swap(&computedStamps, &stampsNow)
+            hasComputedStamps = hasStamps
+        }
+        swap(&stampsNow, &stampScratch)
         condition.lock()
-        isComputing = false
-        condition.broadcast()
-        swap(&versions, &computing)
-        computingVersions = computing
+        finishComputing(versions: &computing)
         if isDuplicate(cached, value) {
             defer { condition.unlock() }
             return cached
@@ -136,16 +178,37 @@ final class PulledDerivation<Value>: @unchecked Sendable {
         delivery.end()
     }
 
+    /// Ends a computation (with the lock held): records the leaves' versions it was made from and
+    /// wakes the threads waiting for it.
+    private func finishComputing(versions computing: inout [UInt64]) {
+        isComputing = false
+        condition.broadcast()
+        swap(&versions, &computing)
+        computingVersions = computing
+    }
+
+    /// Reads the sources' stamps, bringing derived sources up to date, into `buffer`; returns
+    /// whether the leaves are still at `versions` afterwards (so the stamps are of one moment, the
+    /// one the versions name). `false` without stamps.
+    private func readStamps(into buffer: inout [UInt64], atVersions versions: [UInt64]) -> Bool {
+        guard let stamps else { return false }
+        for index in stamps.indices { buffer[index] = stamps[index]() }
+        for index in leafVersions.indices where leafVersions[index].current != versions[index] { return false }
+        return true
+    }
+
     private func readVersions(into buffer: inout [UInt64]) {
         for index in leafVersions.indices { buffer[index] = leafVersions[index].current }
     }
 
     /// Computes a value that the sources held at one moment, leaving the leaves' versions it was
-    /// computed from in `versions` (which holds the versions read before the call).
+    /// computed from in `versions` (which holds the versions read before the call); `leavesMoved`
+    /// is set if they are not those it was given.
     private static func consistentValue(
         leaves: [any DerivationLeaf],
         leafVersions: [VersionReader],
         versions: inout [UInt64],
+        leavesMoved: inout Bool,
         evaluate: () -> Value
     ) -> Value {
         for _ in 0..<2 {
@@ -159,6 +222,7 @@ final class PulledDerivation<Value>: @unchecked Sendable {
                 }
             }
             if isStill { return value }
+            leavesMoved = true
         }
         return withStateTransaction {
             for leaf in leaves { leaf.touchValue() }

@@ -21,10 +21,16 @@ protocol Projection<Value>: Sendable {
     /// Reads as ``read()`` does, without registering the read with Observation: what a derived
     /// state's computation reads.
     func readUntracked() -> Value
+    /// A number that changes exactly when the projected value changes (a container's or a derived
+    /// state's version), for a derived state's early cutoff; `nil` when the projection has none
+    /// (a key path of a container, whose container's version moves with other parts too).
+    var changeStamp: (() -> UInt64)? { get }
 }
 
 extension Projection {
     var readsAreTracked: Bool { false }
+
+    var changeStamp: (() -> UInt64)? { nil }
 
     func readUntracked() -> Value { read() }
 }
@@ -45,6 +51,8 @@ struct WholeProjection<Root>: Projection, @unchecked Sendable {
     var key: String { root.key }
 
     var readsAreTracked: Bool { true }
+
+    var changeStamp: (() -> UInt64)? { { [root] in root.version } }
 
     func read() -> Root { root.value }
 

@@ -179,6 +179,84 @@ private final class Computations: Sendable {
         #expect(values.values == [999, 1_000])
     }
 
+    @Test func aDerivedStateWhoseInputsKeptTheirValuesDoesNotComputeAgain() {
+        let computations = Computations()
+        let a = MonitoredState(7, key: uniqueKey("a"))
+        let parity = a.map { $0 % 2 }
+        let text = DerivedState(parity) { parity in
+            computations.note()
+            return parity == 0 ? "even" : "odd"
+        }
+        let heard = text.record()
+        let before = computations.count
+        a ~> 9
+        #expect(computations.count == before, "parity stayed 1: text must not compute")
+        #expect(text.value == "odd")
+        a ~> 10
+        #expect(computations.count == before + 1)
+        #expect(heard.values == ["odd", "even"])
+    }
+
+    @Test func earlyCutoffHoldsAtEveryDepthOfAChain() {
+        let bComputations = Computations()
+        let cComputations = Computations()
+        let dComputations = Computations()
+        let a = MonitoredState(11, key: uniqueKey("a"))
+        let b = DerivedState(a) { a in
+            bComputations.note()
+            return a / 10
+        }
+        let c = DerivedState(b) { b in
+            cComputations.note()
+            return b * 2
+        }
+        let d = DerivedState(c) { c in
+            dComputations.note()
+            return c + 1
+        }
+        let heard = d.record()
+        let (b0, c0, d0) = (bComputations.count, cComputations.count, dComputations.count)
+        for value in 12...19 { a ~> value }
+        #expect(bComputations.count - b0 == 8)
+        #expect(cComputations.count == c0)
+        #expect(dComputations.count == d0)
+        a ~> 20
+        #expect(cComputations.count == c0 + 1)
+        #expect(dComputations.count == d0 + 1)
+        #expect(heard.values == [3, 5])
+        #expect(d.value == 5)
+    }
+
+    @Test func earlyCutoffWithoutSubscribersComputesNothingWhenRead() {
+        let computations = Computations()
+        let a = MonitoredState(1, key: uniqueKey("a"))
+        let sign = a.map { $0 > 0 }
+        let label = DerivedState(sign) { isPositive in
+            computations.note()
+            return isPositive ? "+" : "-"
+        }
+        #expect(label.value == "+")
+        let before = computations.count
+        for value in 2...50 { a ~> value }
+        #expect(label.value == "+")
+        #expect(computations.count == before)
+    }
+
+    @Test func aDiamondWithEarlyCutoffStaysGlitchFreeUnderWriters() async {
+        let a = MonitoredState(0, key: uniqueKey("a"))
+        let tens = a.map { $0 / 10 }
+        let doubledTens = a.map { ($0 / 10) * 2 }
+        let check = DerivedState(tens, doubledTens) { tens, doubled in doubled == tens * 2 }
+        let heard = check.record()
+        await onThreads(2) { _ in
+            for _ in 0..<2_000 { a.modify { $0 += 1 } }
+        }
+        await waitUntilDelivered(a)
+        #expect(check.value)
+        #expect(heard.values.allSatisfy { $0 })
+        #expect(tens.value == 400)
+    }
+
     @Test func projectionsOfADerivedStateNotifyOnlyForTheirPart() {
         let cart = MonitoredState(Cart(), key: uniqueKey("cart"))
         let totals = DerivedState(cart.items, cart.coupon) { items, coupon in
