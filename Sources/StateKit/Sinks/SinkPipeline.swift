@@ -22,6 +22,8 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
     private var nextFlushID: UInt64 = 0
     private var task: Task<Void, Never>?
     private var drainTimer: DispatchWorkItem?
+    /// Whether ``finish()`` ran: by the task, or by the drain timer for a task stuck in a send.
+    private var isFinished = false
 
     /// - Parameters:
     ///   - startVersion: The container's version before its first change.
@@ -98,8 +100,13 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
         wake?.resume()
         log?.release()
         // A Dispatch timer, not a task: 10,000 released containers must not flood Swift
-        // concurrency's shared pool with sleeping tasks.
-        let timer = DispatchWorkItem { task?.cancel() }
+        // concurrency's shared pool with sleeping tasks. It stops the pipeline itself, without
+        // waiting for the task: a send that ignores cancellation may never return, and what it
+        // held must still be counted and reported.
+        let timer = DispatchWorkItem {
+            task?.cancel()
+            self.finish()
+        }
         let isRunning = lock.withLock {
             drainTimer = timer
             return self.task != nil
@@ -203,14 +210,18 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
         }
     }
 
-    /// Ends the task: releases every flush and reports what a drain timeout left behind.
+    /// Stops the pipeline, once (the task or the drain timer, whichever comes first): releases
+    /// every flush and reports what a drain timeout left behind.
     private func finish() {
         let lastRecorded = log?.lastRecordedVersion ?? 0
-        let (stopped, timer) = lock.withLock {
+        let finishing: (SinkPipelineStateMachine<Value>.Stopped, DispatchWorkItem?)? = lock.withLock {
+            guard !isFinished else { return nil }
+            isFinished = true
             let stopped = machine.stop(lastRecorded: lastRecorded)
             task = nil
             return (stopped, drainTimer)
         }
+        guard let (stopped, timer) = finishing else { return }
         timer?.cancel()
         stopped.wake?.resume()
         for waiter in stopped.waiters { waiter.continuation.resume() }

@@ -152,10 +152,12 @@ struct SinkPipelineStateMachine<Value: Sendable> {
         return takeWakeUp()
     }
 
+    /// What stopping returns: every flush waiter, how many changes were left undelivered, and the
+    /// parked task to wake.
+    typealias Stopped = (waiters: [FlushWaiter], left: Int, wake: CheckedContinuation<Void, Never>?)
+
     /// Stops the pipeline now. Returns every flush waiter and how many changes were left undelivered.
-    mutating func stop(lastRecorded: UInt64) -> (
-        waiters: [FlushWaiter], left: Int, wake: CheckedContinuation<Void, Never>?
-    ) {
+    mutating func stop(lastRecorded: UInt64) -> Stopped {
         let left = statistics(lastRecorded: lastRecorded).pending
         phase = .stopped
         buffer.removeAll()
@@ -230,6 +232,9 @@ struct SinkPipelineStateMachine<Value: Sendable> {
 
     /// The batch in flight was accepted.
     mutating func sendSucceeded() -> [FlushWaiter] {
+        // A send that returns after the drain timeout stopped the pipeline: its batch was counted
+        // as undelivered then, and nothing is left to deliver.
+        guard phase != .stopped else { return [] }
         counters.sent += inFlight.count
         counters.isPaused = false
         inFlight = []

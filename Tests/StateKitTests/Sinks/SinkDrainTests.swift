@@ -44,6 +44,30 @@ import Testing
         #expect(DiagnosticsRecorder.diagnostics(involving: key).contains { $0.kind == .sinkStopped })
     }
 
+    @Test func aSinkThatNeverReturnsIsAccountedForAtTheDrainTimeoutAndFreesItsContainer() async {
+        let key = uniqueKey()
+        let neverOpened = Gate()
+        var policy = SinkPolicy.default
+        policy.drainTimeout = .milliseconds(100)
+        let hung = TestSink<Int>(policy: policy, gate: neverOpened)
+        let healthy = TestSink<Int>(policy: policy)
+        weak var released: SyncedState<Int>?
+        do {
+            let state = SyncedState(0, key: key, sinks: [hung, healthy])
+            released = state
+            for value in 1...3 { state.modify(value) }
+            await neverOpened.arrived()
+            await healthy.received(3)
+        }
+        #expect(released == nil)
+        // The hung send ignores cancellation and never returns; the accounting must not wait for it.
+        #expect(await noLivePipelines(key, within: 10))
+        let stopped = DiagnosticsRecorder.diagnostics(involving: key).filter { $0.kind == .sinkStopped }
+        #expect(stopped.count == 1)
+        #expect(stopped.first?.message.contains("3 changes undelivered") == true)
+        neverOpened.open()
+    }
+
     @Test func whatAStoppedSinkDidNotDeliverStaysInTheOutboxForTheNextLaunch() async throws {
         let directory = TemporaryDirectory()
         try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
