@@ -40,6 +40,10 @@ open class State<Value> {
     /// of several containers of a persisted key (see ``StoredValue``); `nil` for every other
     /// container, which owns its own.
     let cell: State<Value>?
+    /// Whether this container's own ``didModify()`` runs as a hook: it is of a user's subclass.
+    /// Set once, in the initialiser.
+    @exclusivity(unchecked)
+    private(set) var runsOwnHook = false
     /// `==` when `Value` is `Equatable`: assigning an equal value is then not a change.
     @usableFromInline
     let isEqual: ((Value, Value) -> Bool)?
@@ -101,11 +105,13 @@ open class State<Value> {
         self.isObservable = true
         // One registrar for the cell, so a write through any container reaches what tracks another.
         _ = observation.install(cell.installObservationPoint())
-        if !isStateKitType(type(of: self)) { joinHooks() }
+        runsOwnHook = !isStateKitType(type(of: self))
+        if runsOwnHook { joinHooks() }
     }
 
     private func setUpHook() {
-        runsHook = !isStateKitType(type(of: self))
+        runsOwnHook = !isStateKitType(type(of: self))
+        runsHook = runsOwnHook
         hasAudience = runsHook
     }
 

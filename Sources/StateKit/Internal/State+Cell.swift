@@ -8,7 +8,7 @@ extension State {
     final func runHooks(in context: DeliveryContext) {
         // A container of its own runs a hook only as a user's subclass; a cell's hidden
         // container, never, but the cell's containers may.
-        if cell == nil && !isStateKitType(type(of: self)) {
+        if cell == nil && runsOwnHook {
             runHook(of: self, in: context)
             return
         }
