@@ -1,3 +1,4 @@
+import Dispatch
 #if canImport(Darwin)
 import Darwin
 #elseif canImport(Glibc)
@@ -74,6 +75,10 @@ struct DeliveryContext {
         /// derived changes wait for all of them (through the queue).
         @usableFromInline
         var postponesDerivedChanges = false
+        /// Room that handlers' writes to containers past their limit owe: waited for once the
+        /// outermost delivery has ended, when the thread holds no container's claim.
+        @usableFromInline
+        var owedWaits: [(roomForMore: DispatchSemaphore, claim: DeliveryClaim)] = []
     }
 
     /// Identifies a thread's context, so a deliverer can tell the deliveries its own thread
@@ -212,7 +217,7 @@ struct DeliveryContext {
     @inlinable
     func endOutermost() {
         assert(fields.pointee.heldDerivedChange == nil, "a held derived change was not handed on")
-        if fields.pointee.queue.isEmpty && fields.pointee.recentKeys.isEmpty {
+        if fields.pointee.queue.isEmpty && fields.pointee.recentKeys.isEmpty && fields.pointee.owedWaits.isEmpty {
             depth = 0
             isDelivering = false
         } else {
@@ -228,6 +233,50 @@ struct DeliveryContext {
         if !recentKeys.isEmpty { recentKeys.removeAll() }
         depth = 0
         isDelivering = false
+        if !fields.pointee.owedWaits.isEmpty { waitForOwedRoom() }
+    }
+
+    /// Records that a handler's write on this thread queued a change on a container (whose claim
+    /// is `claim`) past its limit; the thread waits for `roomForMore` when its outermost delivery
+    /// ends, or, as an overflow deliverer, before its next item.
+    @usableFromInline
+    func owe(_ roomForMore: DispatchSemaphore, in claim: DeliveryClaim) {
+        fields.pointee.owedWaits.append((roomForMore, claim))
+    }
+
+    /// Waits for room in every container that this thread's handlers wrote past its limit, now that
+    /// it delivers nothing and holds no claim: as a writer outside handlers waits at the limit.
+    /// Each container's deliverer frees room by delivering (an overflow deliverer never waits for
+    /// long, see ``waitForOwedRoom(deliveringFrom:)``), so the wait ends; a thread that writes
+    /// through forwarding handlers is held back by the slowest container it feeds, and no queue
+    /// grows without bound.
+    private func waitForOwedRoom() {
+        var owed: [(roomForMore: DispatchSemaphore, claim: DeliveryClaim)] = []
+        swap(&owed, &fields.pointee.owedWaits)
+        for debt in owed { debt.roomForMore.wait() }
+    }
+
+    /// For a container's overflow deliverer (whose claim is `claim`), between the items of its
+    /// backlog: delivers what its handlers queued on this thread, then waits for the room they owe, so that forwarding a backlog to a slower
+    /// container is held back item by item. It holds the claim meanwhile, and its serial queue is
+    /// the container's only way to deliver a backlog, so it never waits for long: not for a
+    /// container whose own overflow deliverer is waiting (handlers forwarding both ways, where
+    /// each would wait for the other), and at most 50 ms otherwise; what it does not wait for is
+    /// forgiven.
+    func waitForOwedRoom(deliveringFrom claim: DeliveryClaim) {
+        guard !fields.pointee.owedWaits.isEmpty else { return }
+        // First deliver the containers its handlers claimed (queued on this thread): one of them
+        // may be the very container it owes room in, which would otherwise wait for this backlog.
+        while let next = queue.popFirst() {
+            next.deliver(next.container, self)
+        }
+        var owed: [(roomForMore: DispatchSemaphore, claim: DeliveryClaim)] = []
+        swap(&owed, &fields.pointee.owedWaits)
+        claim.isWaitingForRoom.store(true, ordering: .releasing)
+        for debt in owed where !debt.claim.isWaitingForRoom.load(ordering: .acquiring) {
+            _ = debt.roomForMore.wait(timeout: .now() + .milliseconds(50))
+        }
+        claim.isWaitingForRoom.store(false, ordering: .releasing)
     }
 
     /// Runs one handler call at `depth`, as the outermost delivery if this thread has none.

@@ -91,6 +91,11 @@ struct DeliveryStateMachine<Value> {
         case queued
         /// Another thread delivers it, and the queue is at its limit: wait on the semaphore.
         case queuedAtLimit(DispatchSemaphore)
+        /// Another thread delivers it, the queue is past its limit, and the caller is inside a
+        /// handler, which must not wait: the thread waits on the semaphore once its outermost
+        /// delivery has ended (``DeliveryContext/owe(_:in:)``), so a handler that forwards changes to
+        /// a slower container holds back the writers that made them.
+        case queuedOverLimit(DispatchSemaphore)
     }
 
     /// What a deliverer does next, having found items queued.
@@ -129,10 +134,10 @@ struct DeliveryStateMachine<Value> {
             claim.take(withQueue: true)
             return isInsideHandler ? .deliverAfterCurrentDelivery : .deliverQueue
         }
-        guard !isInsideHandler && queue.count > Self.pendingLimit else { return .queued }
+        guard queue.count > Self.pendingLimit else { return .queued }
         let semaphore = DispatchSemaphore(value: 0)
         waitingWriters.append(semaphore)
-        return .queuedAtLimit(semaphore)
+        return isInsideHandler ? .queuedOverLimit(semaphore) : .queuedAtLimit(semaphore)
     }
 
     /// The deliverer's next step after ``DeliveryClaim/finishUnlessQueued()`` found items queued. Call it with
@@ -195,6 +200,10 @@ final class DeliveryClaim: @unchecked Sendable {
 
     @usableFromInline
     let state = Atomic<UInt8>(0)
+    /// Whether the container's overflow deliverer is waiting, between two items of its backlog,
+    /// for room in a container its handlers forwarded to; see
+    /// ``DeliveryContext/waitForOwedRoom(deliveringFrom:)``.
+    let isWaitingForRoom = Atomic<Bool>(false)
 
     init() {}
 

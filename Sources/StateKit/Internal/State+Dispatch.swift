@@ -158,6 +158,9 @@ extension State {
         case .queuedAtLimit(let roomForMore):
             lock.unlock()
             roomForMore.wait()
+        case .queuedOverLimit(let roomForMore):
+            lock.unlock()
+            context.owe(roomForMore, in: deliveryClaim)
         }
     }
 
@@ -204,9 +207,14 @@ extension State {
         queue.async {
             let context = DeliveryContext.current
             context.run(atDepth: 0, recentKeys: []) {
-                while !container.value.deliveryClaim.finishUnlessQueued() {
+                let claim = container.value.deliveryClaim
+                while !claim.finishUnlessQueued() {
                     _ = container.value.deliverNextQueued(in: context, isOverflow: true)
+                    // A backlog's handlers may forward every change to a slower container: wait
+                    // for its room item by item, not after the whole backlog.
+                    context.waitForOwedRoom(deliveringFrom: claim)
                 }
+                context.waitForOwedRoom(deliveringFrom: claim)
             }
         }
     }

@@ -77,6 +77,38 @@ import Testing
         subscription.cancel()
     }
 
+    @Test func forwardingHandlersFeelTheBackpressureOfTheContainerTheyWrite() async {
+        // a's handler forwards every value to b, whose subscriber takes 100 µs: two writers of a
+        // could queue changes on b ten times faster than b delivers them.
+        let a = MonitoredState(0, key: uniqueKey("a"))
+        let b = MonitoredState(0, key: uniqueKey("b"))
+        let forwarding = a.subscribe { b.modify($0) }
+        let slow = b.subscribe { _ in usleep(100) }
+        let outsideWrite = LockedBox(Duration.zero)
+        let load = await contending {
+            let outsideWriter = Thread {
+                usleep(300_000)
+                let clock = ContinuousClock()
+                let start = clock.now
+                b.modify(-1)
+                outsideWrite.withLock { $0 = clock.now - start }
+            }
+            outsideWriter.start()
+            return self.measureBlocking(b, writers: 2, seconds: 1) { _ in a.modify { $0 += 1 } }
+        }
+        await waitUntilDelivered(a)
+        await waitUntilDelivered(b)
+        print(
+            "2 writers of a forwarding to b (100 µs handler) x 1 s: \(load.calls) writes, "
+                + "peak queue on b \(load.peakQueued), outside write to b \(outsideWrite.withLock { $0 })")
+        // Past the limit by at most what the running handlers write (one each, two writers).
+        #expect(load.peakQueued <= DeliveryStateMachine<Int>.pendingLimit + 4)
+        // Waits only for changes made before its own (at most 128 deliveries, 13 ms here).
+        #expect(outsideWrite.withLock { $0 } < .seconds(2))
+        #expect(b.value == a.value || b.value == -1)
+        withExtendedLifetime((forwarding, slow)) {}
+    }
+
     @Test func handlersSlowerThanWritersHoldTheQueueAtItsBoundWithoutLosingAChange() async {
         let state = MonitoredState([UInt8](repeating: 0, count: 8_192), key: uniqueKey())
         let versions = Collector<UInt64>()
