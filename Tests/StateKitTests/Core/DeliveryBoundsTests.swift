@@ -109,6 +109,31 @@ import Testing
         withExtendedLifetime((forwarding, slow)) {}
     }
 
+    @Test func subscribingToADerivedStateStaysPromptUnderTwoWritersOfItsSource() async {
+        let a = MonitoredState(0, key: uniqueKey("a"))
+        let doubled = a.map { $0 * 2 }
+        let slowest = LockedBox(Duration.zero)
+        let subscriber = Thread {
+            let clock = ContinuousClock()
+            for _ in 0..<40 {
+                usleep(20_000)
+                let arrived = DispatchSemaphore(value: 0)
+                let start = clock.now
+                let subscription = doubled.subscribe { _ in arrived.signal() }
+                _ = arrived.wait(timeout: .now() + 30)
+                let took = clock.now - start
+                slowest.withLock { $0 = max($0, took) }
+                subscription.cancel()
+            }
+        }
+        subscriber.start()
+        let load = await measure(a, writers: 2, seconds: 1) { _ in a.modify { $0 += 1 } }
+        await waitUntilDelivered(a)
+        print("subscribing to a derived state under 2 writers: slowest first value \(slowest.withLock { $0 })")
+        #expect(slowest.withLock { $0 } < .milliseconds(250))
+        #expect(doubled.value == load.calls * 2)
+    }
+
     @Test func handlersSlowerThanWritersHoldTheQueueAtItsBoundWithoutLosingAChange() async {
         let state = MonitoredState([UInt8](repeating: 0, count: 8_192), key: uniqueKey())
         let versions = Collector<UInt64>()

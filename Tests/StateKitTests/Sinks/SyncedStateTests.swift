@@ -182,12 +182,7 @@ import Testing
         }
         let writer = Thread { state.modify(1) }
         writer.start()
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                inHandler.wait()
-                continuation.resume()
-            }
-        }
+        await awayFromThePool { waitFor(inHandler, "the handler to block") }
         state.modify(2)  // returns at once: queued behind the blocked delivery of version 1
         let returned = Collector<Bool>()
         let flushed = Task {

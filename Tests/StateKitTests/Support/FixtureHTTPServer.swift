@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 #if canImport(Glibc)
 import Glibc
@@ -37,7 +38,7 @@ final class FixtureHTTPServer: @unchecked Sendable {
     private var script: [Response]
     private let fallback: Response
     private var recorded: [Request] = []
-    private var countWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    private var countWaiters: [(count: Int, resumer: OnceResumer)] = []
     private let releases = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
 
@@ -91,15 +92,15 @@ final class FixtureHTTPServer: @unchecked Sendable {
         releases.signal()
     }
 
-    /// Returns once at least `count` requests have arrived.
-    func received(_ count: Int) async {
-        await withCheckedContinuation { continuation in
+    /// Returns once at least `count` requests have arrived, or fails the test after a minute.
+    func received(_ count: Int, sourceLocation: SourceLocation = #_sourceLocation) async {
+        await bounded("\(count) requests at the fixture server", sourceLocation: sourceLocation) { resumer in
             lock.lock()
             if recorded.count >= count {
                 lock.unlock()
-                continuation.resume()
+                resumer.resume()
             } else {
-                countWaiters.append((count, continuation))
+                countWaiters.append((count, resumer))
                 lock.unlock()
             }
         }
@@ -134,7 +135,7 @@ final class FixtureHTTPServer: @unchecked Sendable {
         let ready = countWaiters.filter { $0.count <= recorded.count }
         countWaiters.removeAll { $0.count <= recorded.count }
         lock.unlock()
-        for waiter in ready { waiter.continuation.resume() }
+        for waiter in ready { waiter.resumer.resume() }
         return response
     }
 

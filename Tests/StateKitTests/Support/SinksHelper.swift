@@ -50,11 +50,11 @@ struct SinksHelper {
         await waitForExit()
     }
 
-    func waitForExit() async {
-        await withCheckedContinuation { continuation in
+    func waitForExit(sourceLocation: SourceLocation = #_sourceLocation) async {
+        await bounded("the sinks helper to exit", sourceLocation: sourceLocation) { resumer in
             DispatchQueue.global().async {
                 process.waitUntilExit()
-                continuation.resume()
+                resumer.resume()
             }
         }
     }
