@@ -170,6 +170,13 @@ case "join":
 case "churn":
     let state = MonitoredState(0, key: "churn")
     measured(count) { state.subscribe { _ in }.cancel() }
+case "subscribe":
+    // Subscriptions kept: what one costs to make, and the allocations it keeps.
+    let state = MonitoredState(0, key: "subscribe")
+    var tokens: [StateKit.Subscription] = []
+    tokens.reserveCapacity(count)
+    measured(count) { tokens.append(state.subscribe { _ in }) }
+    withExtendedLifetime(tokens) {}
 default:
     fatalError("unknown scenario \(scenario)")
 }
