@@ -234,7 +234,10 @@ import Testing
 
     @Test func releasedContainerStillDeliversWhatItBuffered() async {
         let gate = Gate()
-        let sink = TestSink<Int>(gate: gate)
+        // A drain timeout far above how long the gate stays shut, even on a starved machine.
+        var policy = SinkPolicy.default
+        policy.drainTimeout = .seconds(120)
+        let sink = TestSink<Int>(policy: policy, gate: gate)
         weak var released: SyncedState<Int>?
         do {
             let state = SyncedState(0, key: uniqueKey(), sinks: [sink])

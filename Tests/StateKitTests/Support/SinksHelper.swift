@@ -24,6 +24,17 @@ struct SinksHelper {
         process.standardOutput = output
         process.standardError = errors
         try process.run()
+        // A child that never prints its first line is killed after a minute, which ends the read.
+        let watchdog = DispatchWorkItem { [process] in
+            guard process.isRunning else { return }
+            #if canImport(Glibc)
+            _ = Glibc.kill(process.processIdentifier, SIGKILL)
+            #else
+            _ = Darwin.kill(process.processIdentifier, SIGKILL)
+            #endif
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
+        defer { watchdog.cancel() }
         let line = await withCheckedContinuation { continuation in
             DispatchQueue.global().async {
                 var data = Data()
