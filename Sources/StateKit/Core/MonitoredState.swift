@@ -106,9 +106,13 @@ open class MonitoredState<Value>: State<Value> {
 
     /// Attaches a listener, held weakly: it is told of every change until it is deallocated.
     public func attach(listener: any StateListener) {
+        let inCell = cell != nil
         lock.withLock {
-            audience.listeners.removeAll { $0.listener == nil || $0.listener === listener }
-            audience.listeners.append(WeakListener(listener: listener))
+            audience.listeners.removeAll {
+                $0.isReleased || ($0.listener === listener && $0.isAttached(to: self, inCell: inCell))
+            }
+            audience.listeners.append(
+                WeakListener(listener: listener, container: inCell ? self : nil, isViaCell: inCell))
             audienceChangedLocked()
         }
     }
@@ -116,15 +120,21 @@ open class MonitoredState<Value>: State<Value> {
     /// Detaches a listener: it is not told of later changes (a call already queued on its
     /// ``StateListener/stateListenerQueue`` still runs).
     public func detach(listener: any StateListener) {
+        let inCell = cell != nil
         lock.withLock {
-            audience.listeners.removeAll { $0.listener == nil || $0.listener === listener }
+            audience.listeners.removeAll {
+                $0.isReleased || ($0.listener === listener && $0.isAttached(to: self, inCell: inCell))
+            }
             audienceChangedLocked()
         }
     }
 
     /// The listeners attached and still alive.
     public var allListeners: [any StateListener] {
-        lock.withLock { audience.listeners.compactMap(\.listener) }
+        let inCell = cell != nil
+        return lock.withLock {
+            audience.listeners.filter { $0.isAttached(to: self, inCell: inCell) }.compactMap(\.listener)
+        }
     }
 
     // MARK: Subscriptions

@@ -27,4 +27,21 @@ struct Audience<Value> {
 @usableFromInline
 struct WeakListener {
     weak var listener: (any StateListener)?
+    /// For a listener attached through one of a shared cell's containers, that container (held
+    /// weakly: it ends its listeners when released): the one the listener is told changed,
+    /// whichever container of the cell delivers. `nil` for a container of its own, which tells
+    /// its listeners itself.
+    weak var container: AnyObject?
+    /// Whether the listener was attached through a shared cell's container.
+    var isViaCell = false
+
+    /// Whether the listener, or the cell's container it was attached through, is gone.
+    var isReleased: Bool {
+        listener == nil || (isViaCell && container == nil)
+    }
+
+    /// Whether it was attached through `container`.
+    func isAttached(to container: AnyObject, inCell: Bool) -> Bool {
+        !inCell || self.container === container
+    }
 }

@@ -103,7 +103,9 @@ extension State: SubscriberOwner {
     /// are removed and told, as ``endSubscriptions()`` tells a container's own.
     final func endReleasedSubscriptions() {
         lock.lock()
+        audience.listeners.removeAll { $0.isReleased }
         guard audience.subscribers.contains(where: { $0.owner == nil }) || !audience.projections.isEmpty else {
+            audienceChangedLocked()
             lock.unlock()
             return
         }

@@ -272,20 +272,22 @@ extension State {
         let recentKeys = DeliveryContext.current.recentKeys
         var sawReleased = false
         for entry in listeners {
-            guard let listener = entry.listener else {
+            guard let listener = entry.listener, !entry.isReleased else {
                 sawReleased = true
                 continue
             }
+            // A listener attached through one of a cell's containers is told by that container.
+            let told = entry.container.map { UncheckedSendable(unsafeDowncast($0, to: State<Value>.self)) } ?? state
             let target = UncheckedSendable(listener)
             listener.stateListenerQueue.async {
                 DeliveryContext.current.run(atDepth: depth, recentKeys: recentKeys) {
-                    target.value.stateModified(state.value)
+                    target.value.stateModified(told.value)
                 }
             }
         }
         if sawReleased {
             lock.withLock {
-                audience.listeners.removeAll { $0.listener == nil }
+                audience.listeners.removeAll { $0.isReleased }
                 audienceChangedLocked()
             }
         }

@@ -148,3 +148,34 @@ import Testing
         #expect(heard.values == [2, 4])
     }
 }
+
+/// A seed-article listener that notes which container told it of a change.
+private final class IdentityListener: StateListener, @unchecked Sendable {
+    let stateListenerQueue = DispatchQueue(label: "identity-listener")
+    let told = DispatchSemaphore(value: 0)
+    private let lock = NSLock()
+    private var containers: [ObjectIdentifier] = []
+
+    func stateModified<T>(_ state: State<T>) {
+        lock.withLock { containers.append(ObjectIdentifier(state)) }
+        told.signal()
+    }
+
+    var seen: [ObjectIdentifier] { lock.withLock { containers } }
+}
+
+extension OneCellPerKeyTests {
+    @Test func aListenerIsToldByTheContainerItWasAttachedToWhicheverContainerWrote() {
+        let storage = InMemoryStateStorage()
+        let key = uniqueKey()
+        let window = PersistedState(0, key: key, storage: storage)
+        let widget = PersistedState(0, key: key, storage: storage)
+        let listener = IdentityListener()
+        window.attach(listener: listener)
+        widget.modify(5)
+        waitFor(listener.told, "the listener to be told")
+        #expect(listener.seen == [ObjectIdentifier(window)])
+        #expect(window.allListeners.count == 1)
+        #expect(widget.allListeners.isEmpty)
+    }
+}
