@@ -1,4 +1,5 @@
 import Foundation
+import Observation
 import StateKit
 import StateKitTesting
 import Testing
@@ -177,5 +178,22 @@ extension OneCellPerKeyTests {
         #expect(listener.seen == [ObjectIdentifier(window)])
         #expect(window.allListeners.count == 1)
         #expect(widget.allListeners.isEmpty)
+    }
+}
+
+extension OneCellPerKeyTests {
+    @Test func observationTrackingOneContainerSeesAWriteThroughAnother() {
+        let storage = InMemoryStateStorage()
+        let key = uniqueKey()
+        let shown = PersistedState("", key: key, storage: storage)
+        let edited = PersistedState("", key: key, storage: storage)
+        let changed = LockedBox(false)
+        withObservationTracking {
+            _ = shown.value
+        } onChange: {
+            changed.withLock { $0 = true }
+        }
+        edited.modify("Ada")
+        #expect(changed.withLock { $0 })
     }
 }
