@@ -44,6 +44,11 @@ open class State<Value> {
     /// Set once, in the initialiser.
     @exclusivity(unchecked)
     private(set) var runsOwnHook = false
+    /// Whether a change runs this container's hook and no other: it is of a user's subclass and
+    /// has a cell of its own. Set once, in the initialiser.
+    @usableFromInline
+    @exclusivity(unchecked)
+    private(set) var runsOnlyOwnHook = false
     /// `==` when `Value` is `Equatable`: assigning an equal value is then not a change.
     @usableFromInline
     let isEqual: ((Value, Value) -> Bool)?
@@ -111,6 +116,7 @@ open class State<Value> {
 
     private func setUpHook() {
         runsOwnHook = !isStateKitType(type(of: self))
+        runsOnlyOwnHook = runsOwnHook
         runsHook = runsOwnHook
         hasAudience = runsHook
     }

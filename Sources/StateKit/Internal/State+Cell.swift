@@ -4,14 +4,20 @@
 extension State {
     /// Runs the ``didModify()`` hook after a change: this container's, or, for a shared cell,
     /// that of every container of the cell that overrides it.
-    @usableFromInline
+    @inlinable
     final func runHooks(in context: DeliveryContext) {
         // A container of its own runs a hook only as a user's subclass; a cell's hidden
         // container, never, but the cell's containers may.
-        if cell == nil && runsOwnHook {
-            runHook(of: self, in: context)
-            return
-        }
+        guard runsOnlyOwnHook else { return runCellHooks(in: context) }
+        let saved = context.containerRunningHook
+        context.containerRunningHook = ObjectIdentifier(self)
+        didModify()
+        context.containerRunningHook = saved
+    }
+
+    /// Runs the hooks of the cell's containers that override ``didModify()``.
+    @usableFromInline
+    final func runCellHooks(in context: DeliveryContext) {
         lock.lock()
         let members = fields.pointee.hookedMembers.compactMap(\.container)
         lock.unlock()
