@@ -24,8 +24,11 @@ public struct StateChange<Value> {
     /// ``DurableOutbox`` (or with one it cannot use), set on the changes it hands its sinks.
     /// `nil` when versions continue, and on the changes subscribers receive.
     public let instance: String?
+    /// Where the change came from: ``ChangeOrigin/local`` for this process's own writes,
+    /// ``ChangeOrigin/remote`` for values a remote-sync sink took from its server, and so on.
+    public let origin: ChangeOrigin
 
-    /// Creates a change record.
+    /// Creates a record of a local change.
     public init(
         key: String,
         oldValue: Value,
@@ -34,12 +37,28 @@ public struct StateChange<Value> {
         timestamp: Date,
         instance: String? = nil
     ) {
+        self.init(
+            key: key, oldValue: oldValue, newValue: newValue, version: version, timestamp: timestamp,
+            instance: instance, origin: .local)
+    }
+
+    /// Creates a change record with its origin.
+    public init(
+        key: String,
+        oldValue: Value,
+        newValue: Value,
+        version: UInt64,
+        timestamp: Date,
+        instance: String? = nil,
+        origin: ChangeOrigin
+    ) {
         self.key = key
         self.oldValue = oldValue
         self.newValue = newValue
         self.version = version
         self.timestamp = timestamp
         self.instance = instance
+        self.origin = origin
     }
 
     /// A string that identifies this change and no other change of any container with its key,
@@ -62,11 +81,41 @@ public struct StateChange<Value> {
     func made(by instance: String?) -> StateChange {
         StateChange(
             key: key, oldValue: oldValue, newValue: newValue, version: version, timestamp: timestamp,
-            instance: instance)
+            instance: instance, origin: origin)
     }
 }
 
 extension StateChange: Sendable where Value: Sendable {}
 extension StateChange: Equatable where Value: Equatable {}
 extension StateChange: Hashable where Value: Hashable {}
-extension StateChange: Codable where Value: Codable {}
+
+extension StateChange: Codable where Value: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case key, oldValue, newValue, version, timestamp, instance, origin
+    }
+
+    /// Decodes a change; one recorded before changes had an origin (an older outbox) is local.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            key: try container.decode(String.self, forKey: .key),
+            oldValue: try container.decode(Value.self, forKey: .oldValue),
+            newValue: try container.decode(Value.self, forKey: .newValue),
+            version: try container.decode(UInt64.self, forKey: .version),
+            timestamp: try container.decode(Date.self, forKey: .timestamp),
+            instance: try container.decodeIfPresent(String.self, forKey: .instance),
+            origin: try container.decodeIfPresent(ChangeOrigin.self, forKey: .origin) ?? .local)
+    }
+
+    /// Encodes every field; ``origin`` only when it is not ``ChangeOrigin/local``.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(key, forKey: .key)
+        try container.encode(oldValue, forKey: .oldValue)
+        try container.encode(newValue, forKey: .newValue)
+        try container.encode(version, forKey: .version)
+        try container.encode(timestamp, forKey: .timestamp)
+        try container.encodeIfPresent(instance, forKey: .instance)
+        if origin != .local { try container.encode(origin, forKey: .origin) }
+    }
+}

@@ -122,7 +122,7 @@ final class LeafDerivation<Value>: @unchecked Sendable {
         let context = sourceDelivery ?? DeliveryContext.current
         guard storage.mayClaimLocked else {
             // Queued for whoever delivers the storage.
-            storage.scheduleChangeAndUnlock(oldValue: oldValue, announcedByHand: false, in: context)
+            storage.scheduleChangeAndUnlock(oldValue: oldValue, announcedByHand: false, origin: .local, in: context)
             observation.tellChanged()
             return value
         }
@@ -137,7 +137,8 @@ final class LeafDerivation<Value>: @unchecked Sendable {
             // handler's write adds a step to a chain.
             depth: isDelivering ? max(context.depth, 0) : 0,
             isAnnouncedByHand: false,
-            origin: context.id
+            origin: context.id,
+            changeOrigin: .local
         )
         if isDelivering {
             // After the current delivery, as any write made inside a handler is: this thread holds

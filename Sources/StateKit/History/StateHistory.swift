@@ -18,7 +18,12 @@ import Observation
 /// ```
 ///
 /// - ``undo()`` restores the values from before the last step as one transaction, ``redo()``
-///   re-applies it; the changes they make are not new steps.
+///   re-applies it; the changes they make are not new steps (their ``StateChange/origin`` is
+///   ``ChangeOrigin/undo`` or ``ChangeOrigin/redo``).
+/// - Only local changes are steps. A value that came from outside, ``ChangeOrigin/remote`` (a
+///   remote-sync sink's pull or lost conflict) or ``ChangeOrigin/external`` (another process), is
+///   never a step, and is never reverted: the steps that change its container are dropped, from
+///   both the undo and the redo stack.
 /// - A new change after an undo clears the steps ``redo()`` would re-apply.
 /// - Only the last `limit` steps are kept; older ones are forgotten.
 /// - ``canUndo`` and ``canRedo`` are observable: reading them in `withObservationTracking` (or a
@@ -64,7 +69,15 @@ public final class StateHistory: @unchecked Sendable {
         self.last = HistorySnapshot.take(of: tracked)
         self.availability = MonitoredState(
             Availability(), key: "history(\(tracked.map(\.key).joined(separator: ", ")))")
-        watches = tracked.map { container in container.watch { [weak self] in self?.containersChanged() } }
+        watches = tracked.indices.map { index in
+            tracked[index].watch { [weak self] origin in
+                if origin == .remote || origin == .external {
+                    self?.tookOutsideChange(of: index)
+                } else {
+                    self?.containersChanged()
+                }
+            }
+        }
     }
 
     /// Whether ``undo()`` has a step to undo.
@@ -116,6 +129,24 @@ public final class StateHistory: @unchecked Sendable {
         delivery.end()
     }
 
+    /// A tracked container took a value from outside (a remote copy, another process): never a
+    /// step, and no step may revert it, so the undo and redo steps that change the container are
+    /// dropped.
+    private func tookOutsideChange(of index: Int) {
+        let delivery = DeferredDelivery.begin()
+        lock.lock()
+        let now = HistorySnapshot.take(of: containers)
+        if now.versions[index] != last.versions[index] {
+            last.values[index] = now.values[index]
+            last.versions[index] = now.versions[index]
+            undoSteps.removeAll { step in step.changes.contains { $0.index == index } }
+            redoSteps.removeAll { step in step.changes.contains { $0.index == index } }
+            publishAvailabilityLocked()
+        }
+        lock.unlock()
+        delivery.end()
+    }
+
     private func move(
         from source: ReferenceWritableKeyPath<StateHistory, [HistoryStep]>,
         to destination: ReferenceWritableKeyPath<StateHistory, [HistoryStep]>,
@@ -130,6 +161,7 @@ public final class StateHistory: @unchecked Sendable {
         var firstVersions: [UInt64] = []
         do {
             try withStateTransaction {
+                TransactionLog.current!.takeUnretainedValue().origin = side == \.before ? .undo : .redo
                 for change in step.changes { try containers[change.index].write(change[keyPath: side]) }
                 let log = TransactionLog.current!.takeUnretainedValue()
                 firstVersions = step.changes.map { log.firstVersion(of: containers[$0.index].id)! }

@@ -8,7 +8,8 @@ struct TrackedContainer {
     /// Writes a value read by ``read``, throwing the container's validator's refusal.
     let write: (Any) throws -> Void
     /// Subscribes to the container's changes, from the next one on.
-    let watch: (@escaping () -> Void) -> Subscription
+    /// Calls its argument with the origin of each change of the container.
+    let watch: (@escaping (ChangeOrigin) -> Void) -> Subscription
 
     init<Value>(_ container: MonitoredState<Value>) {
         key = container.key
@@ -16,7 +17,8 @@ struct TrackedContainer {
         read = { container.untrackedValue }
         write = { try container.set($0 as! Value) }
         watch = { changed in
-            container.addSubscriber(queue: nil, handler: .value { _ in changed() }, sendsCurrentValue: false)
+            container.addSubscriber(
+                queue: nil, handler: .change { change in changed(change.origin) }, sendsCurrentValue: false)
         }
     }
 }

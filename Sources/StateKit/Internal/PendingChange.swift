@@ -23,6 +23,9 @@ struct PendingChange<Value> {
     /// The thread that made it (its context; see ``DeliveryContext/id``).
     @usableFromInline
     var origin: DeliveryContext.ID
+    /// Where the change came from (``StateChange/origin``).
+    @usableFromInline
+    var changeOrigin: ChangeOrigin
 
     @inlinable
     init(
@@ -32,7 +35,8 @@ struct PendingChange<Value> {
         timestamp: Date?,
         depth: Int,
         isAnnouncedByHand: Bool,
-        origin: DeliveryContext.ID
+        origin: DeliveryContext.ID,
+        changeOrigin: ChangeOrigin
     ) {
         self.oldValue = oldValue
         self.newValue = newValue
@@ -41,6 +45,7 @@ struct PendingChange<Value> {
         self.depth = depth
         self.isAnnouncedByHand = isAnnouncedByHand
         self.origin = origin
+        self.changeOrigin = changeOrigin
     }
 }
 

@@ -20,12 +20,12 @@ extension State {
     ///
     /// The common case (nobody delivering, not inside a handler, no hook, no write observer) is
     /// delivered right here, specialised in the client; everything else goes through
-    /// ``scheduleChangeAndUnlock(oldValue:announcedByHand:in:)``.
+    /// ``scheduleChangeAndUnlock(oldValue:announcedByHand:origin:in:)``.
     @inlinable
-    final func publishAndUnlock(oldValue: Value?, announcedByHand: Bool = false) {
+    final func publishAndUnlock(oldValue: Value?, announcedByHand: Bool = false, origin: ChangeOrigin = .local) {
         let context = DeliveryContext.current
         guard !context.isDelivering && mayClaimLocked else {
-            scheduleChangeAndUnlock(oldValue: oldValue, announcedByHand: announcedByHand, in: context)
+            scheduleChangeAndUnlock(oldValue: oldValue, announcedByHand: announcedByHand, origin: origin, in: context)
             return
         }
         deliveryClaim.take()
@@ -36,7 +36,8 @@ extension State {
             timestamp: wantsChangeRecords ? Date() : nil,
             depth: 0,
             isAnnouncedByHand: announcedByHand,
-            origin: context.id
+            origin: context.id,
+            changeOrigin: origin
         )
         // Only the subscriber list is copied when there is nobody else: each array copied out of
         // the lock is a retain and a release on every write.
@@ -93,7 +94,8 @@ extension State {
             oldValue: change.oldValue ?? change.newValue,
             newValue: change.newValue,
             version: change.version,
-            timestamp: change.timestamp ?? Date()
+            timestamp: change.timestamp ?? Date(),
+            origin: change.changeOrigin
         )
     }
 
@@ -113,7 +115,9 @@ extension State {
 
     /// Schedules the change at the current version with the state machine.
     @inlinable
-    final func scheduleChangeAndUnlock(oldValue: Value?, announcedByHand: Bool, in context: DeliveryContext) {
+    final func scheduleChangeAndUnlock(
+        oldValue: Value?, announcedByHand: Bool, origin: ChangeOrigin, in context: DeliveryContext
+    ) {
         let change = PendingChange(
             oldValue: oldValue,
             newValue: storedValue,
@@ -121,7 +125,8 @@ extension State {
             timestamp: wantsChangeRecords ? Date() : nil,
             depth: context.isDelivering ? context.depth + 1 : 0,
             isAnnouncedByHand: announcedByHand,
-            origin: context.id
+            origin: context.id,
+            changeOrigin: origin
         )
         if let writeObserver { writeObserver(record(of: change)) }
         scheduleAndUnlock(.change(change), in: context)

@@ -13,11 +13,14 @@ extension State {
     /// - Parameter assignsWholeValue: Whether `body` assigns the value `isUnchanged` compares
     ///   with (`$0 = newValue`); a transaction then learns at once whether its working copy is
     ///   back at its start.
+    /// - Parameter origin: Where the change comes from; a write inside a transaction takes the
+    ///   transaction's.
     /// - Returns: The validator's refusal, if it refused.
     @inlinable
     final func write(
         unlessAlready isUnchanged: (Value) -> Bool,
         assignsWholeValue: Bool = false,
+        origin: ChangeOrigin = .local,
         _ body: (inout Value) -> Void
     ) -> RejectedWriteError? {
         if isAnyTransactionOpen, let log = TransactionLog.current {
@@ -33,7 +36,7 @@ extension State {
         }
         var rejection: RejectedWriteError?
         guard let observation = observation.unretained else {
-            writeAndUnlock(rejection: &rejection, body)
+            writeAndUnlock(rejection: &rejection, origin: origin, body)
             return rejection
         }
         lock.unlock()
@@ -44,7 +47,7 @@ extension State {
             lock.unlock()
             return nil
         }
-        writeAndUnlock(rejection: &rejection, body)
+        writeAndUnlock(rejection: &rejection, origin: origin, body)
         return rejection
     }
 
@@ -75,6 +78,7 @@ extension State {
     @inlinable
     final func writeAndUnlock<Result>(
         rejection: inout RejectedWriteError?,
+        origin: ChangeOrigin = .local,
         _ body: (inout Value) throws -> Result
     ) rethrows -> Result {
         if validator == nil && !hasAudience {
@@ -93,7 +97,7 @@ extension State {
                 lock.unlock()
                 throw error
             }
-            rejection = commitValidatedAndUnlock(proposed)
+            rejection = commitValidatedAndUnlock(proposed, origin: origin)
             return result
         }
         let oldValue = wantsChangeRecords ? storedValue : nil
@@ -101,16 +105,16 @@ extension State {
         do {
             result = try body(&storedValue)
         } catch {
-            commitAndUnlock(oldValue: oldValue)
+            commitAndUnlock(oldValue: oldValue, origin: origin)
             throw error
         }
-        commitAndUnlock(oldValue: oldValue)
+        commitAndUnlock(oldValue: oldValue, origin: origin)
         return result
     }
 
     /// Stores `proposed` if the validator accepts it.
     @usableFromInline
-    final func commitValidatedAndUnlock(_ proposed: Value) -> RejectedWriteError? {
+    final func commitValidatedAndUnlock(_ proposed: Value, origin: ChangeOrigin) -> RejectedWriteError? {
         do {
             try validator?(storedValue, proposed)
         } catch {
@@ -119,16 +123,16 @@ extension State {
         }
         let oldValue = wantsChangeRecords ? storedValue : nil
         storedValue = proposed
-        commitAndUnlock(oldValue: oldValue)
+        commitAndUnlock(oldValue: oldValue, origin: origin)
         return nil
     }
 
     /// Counts the change just made and publishes it.
     @inlinable
-    final func commitAndUnlock(oldValue: Value?) {
+    final func commitAndUnlock(oldValue: Value?, origin: ChangeOrigin = .local) {
         storedVersion &+= 1
         if hasAudience {
-            publishAndUnlock(oldValue: oldValue)
+            publishAndUnlock(oldValue: oldValue, origin: origin)
         } else {
             lock.unlock()
         }

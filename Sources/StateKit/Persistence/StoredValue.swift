@@ -410,6 +410,7 @@ final class StoredValue<Value>: RetirableStoredValue, @unchecked Sendable {
                     return false
                 }
             },
+            origin: .external,
             { $0 = newValue }
         )
         rejection?.report()

@@ -101,7 +101,8 @@ extension State {
                         state.lock.unlock()
                         return true
                     }
-                    state.scheduleChangeAndUnlock(oldValue: entry.replaced, announcedByHand: false, in: context)
+                    state.scheduleChangeAndUnlock(
+                        oldValue: entry.replaced, announcedByHand: false, origin: entry.origin, in: context)
                     return false
                 }
             },
@@ -115,7 +116,8 @@ extension State {
                         timestamp: entry.recordTimestamp,
                         depth: 0,
                         isAnnouncedByHand: false,
-                        origin: context.id
+                        origin: context.id,
+                        changeOrigin: entry.origin
                     )
                     var subscribers: ContiguousArray<Subscriber<Value>> = []
                     swap(&subscribers, &entry.claimedSubscribers)

@@ -77,6 +77,10 @@ class TransactionEntry {
     @usableFromInline
     @exclusivity(unchecked)
     var recordTimestamp: Date?
+    /// Set by the commit: the origin of the change it makes (its transaction's).
+    @usableFromInline
+    @exclusivity(unchecked)
+    var origin = ChangeOrigin.local
 
     @usableFromInline
     init(container: AnyObject, lock: Lock, version: UnsafePointer<UInt64>, operations: TransactionOperations) {

@@ -62,6 +62,10 @@ final class TransactionLog {
     /// (a handler that starts a transaction then gets a log of its own).
     @exclusivity(unchecked)
     private(set) var isInUse = false
+    /// The origin of the transaction's changes: ``ChangeOrigin/local`` unless the body that runs
+    /// it says otherwise (``StateHistory``'s undo and redo).
+    @exclusivity(unchecked)
+    var origin = ChangeOrigin.local
 
     init() {}
 
@@ -130,6 +134,7 @@ final class TransactionLog {
         isOpen = false
         removeAll()
         isInUse = false
+        origin = .local
     }
 
     /// How many entries a log searches one by one before it keeps an index.
@@ -266,6 +271,7 @@ final class TransactionLog {
         var isAnyClaimed = false
         forEachEntry { entry in
             if entry.isChanged {
+                entry.origin = origin
                 entry.isClaimed = entry.operations.publishAndUnlock(entry, context, isOutermostDelivery)
                 isAnyClaimed = isAnyClaimed || entry.isClaimed
             } else {

@@ -1,0 +1,28 @@
+/// Where a change came from: the user's own code, the server, another process, or undo and redo.
+///
+/// Every ``StateChange`` carries one (``StateChange/origin``), so a sink can tell the user's edits
+/// from values that only arrived:
+///
+/// ```swift
+/// let cart = SyncedState([String](), key: "cart") {
+///     AnalyticsSink(backend: JSONLinesAnalyticsBackend(fileURL: eventsURL)) { change in
+///         guard change.origin == .local else { return nil }   // the user's own edits only
+///         return AnalyticsEvent(name: "cart_changed", properties: ["count": "\(change.newValue.count)"])
+///     }
+/// }
+/// ```
+public enum ChangeOrigin: String, Sendable, Hashable, Codable {
+    /// Made by this process's code: a write, a `modify`, a transaction, a merge of a remote value
+    /// into unsent local edits.
+    case local
+    /// Taken from a remote copy through a ``RemoteChannel``: a pull, or a conflict the server won.
+    /// Remote-sync sinks do not send it back, and ``StateHistory`` never records or reverts it.
+    case remote
+    /// Written to the container's storage outside this process (another process, a replaced file,
+    /// other code writing `UserDefaults`) and taken in by the storage watcher.
+    case external
+    /// Made by ``StateHistory/undo()``.
+    case undo
+    /// Made by ``StateHistory/redo()``.
+    case redo
+}
