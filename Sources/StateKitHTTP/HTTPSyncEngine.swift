@@ -9,6 +9,11 @@ import FoundationNetworking
 /// server's copy (its `ETag`, the last value both sides agreed on) and the push, pull and
 /// conflict rounds.
 ///
+/// Connected to a container, the engine starts from the container's sync record (the `ETag` and
+/// base remembered from an earlier launch) and records each agreement in it, so that after a
+/// relaunch local changes are sent conditionally on what the server held when they were made, and
+/// only a server that changed since is a conflict.
+///
 /// Pushes and pulls pass one at a time through `gate`; the fields below it are touched only
 /// inside the gate (which orders them), the channel only under `lock`.
 final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
@@ -38,9 +43,14 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
     private let gate = AsyncGate()
     private let lock = NSLock()
     private var channel: RemoteChannel<Value>?
+    /// The sync record the channel came with, until the first push or pull takes it in.
+    private var record: SyncRecord?
     // Inside the gate only:
     private var etag: String?
     private var base: Value?
+    /// `base` as the server sent it, to tell a server that changed from one that did not.
+    private var baseData: Data?
+    /// The newest version the server reflects; used only without a container (no sync record).
     private var agreedVersion: UInt64 = 0
     private var hasLoaded = false
 
@@ -55,12 +65,34 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
         transport.invalidate()
     }
 
+    /// Takes the channel and what its sync record remembers; with `loadsOnStart`, loads the
+    /// server's value now, conditionally on the remembered `ETag`. A load that fails is made
+    /// again before the first push.
     func connect(_ channel: RemoteChannel<Value>) {
-        lock.withLock { self.channel = channel }
+        let record = channel.syncRecord
+        lock.withLock {
+            self.channel = channel
+            self.record = record
+        }
+        guard configuration.loadsOnStart else { return }
+        Task {
+            try? await gate.run {
+                adoptRecord()
+                if !hasLoaded { try await pullInGate() }
+            }
+        }
     }
 
     private var connected: RemoteChannel<Value>? {
         lock.withLock { channel }
+    }
+
+    /// Takes in the sync record the channel came with, once. Inside the gate.
+    private func adoptRecord() {
+        guard let record = lock.withLock({ self.record.take() }) else { return }
+        etag = record.validator
+        baseData = record.base
+        base = record.base.flatMap { try? configuration.decoder.decode(Value.self, from: $0) }
     }
 
     /// The `ETag` the next write is conditional on; `nil` when the resource is not known to exist.
@@ -72,14 +104,15 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
 
     func push(_ change: StateChange<Value>) async throws {
         try await gate.run {
-            if configuration.loadsOnStart && !hasLoaded && connected != nil {
-                try await pullInGate()
+            guard let channel = connected else {
+                // No container: each change is its own value; one the server reflects is not sent.
+                guard change.version > agreedVersion else { return }
+                return try await write(change.newValue, version: change.version, change: change)
             }
-            let current = connected?.current ?? (change.newValue, change.version)
-            // A version the server already reflects: sent before, or taken from the server.
-            if current.version <= agreedVersion && (connected != nil || change.version <= agreedVersion) {
-                return
-            }
+            adoptRecord()
+            if configuration.loadsOnStart && !hasLoaded { try await pullInGate() }
+            // The newest value, unless the server already holds it (sent, or taken from it).
+            guard channel.syncRecord.hasUnsentChanges, let current = channel.current else { return }
             try await write(current.value, version: current.version, change: change)
         }
     }
@@ -108,10 +141,8 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
             let status = response.statusCode
             switch status {
             case 200..<300:
-                etag = try await etagAfterWrite(response, sent: body)
-                base = local
-                agreedVersion = max(agreedVersion, version)
-                if merged { adoptMerged(local, over: value, at: version) }
+                agree(local, data: body, etag: try await etagAfterWrite(response, sent: body), version: version)
+                if merged { adoptMerged(local, data: body, over: value, at: version) }
                 return
             case 412, 409, 404:
                 if let onConflict = configuration.onConflict {
@@ -132,19 +163,33 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
                 switch try await read(conditional: false) {
                 case .unchanged, .absent:
                     etag = nil  // gone: create it again
-                case .value(let remote, _, let remoteETag):
+                case .value(let remote, let data, let remoteETag):
                     etag = remoteETag
+                    if data == body {
+                        // The server holds what is being sent: an earlier attempt went through
+                        // (its answer lost, or the app killed before it recorded it).
+                        agree(local, data: body, etag: remoteETag, version: version)
+                        if merged { adoptMerged(local, data: body, over: value, at: version) }
+                        return
+                    }
+                    // Only the validator moved since the base: not a conflict, write again.
+                    if let baseData, data == baseData { continue }
                     switch configuration.conflictPolicy {
                     case .serverWins:
+                        reportDiscarded(local, for: remote)
                         base = remote
+                        baseData = data
                         let applied = connected?.applyRemote(remote)
                         agreedVersion = max(agreedVersion, applied ?? version)
+                        connected?.recordAgreement(base: data, validator: remoteETag, atVersion: applied ?? version)
                         return
                     case .clientWins:
                         base = remote
+                        baseData = data
                     case .merge(let merge):
                         local = merge(base, local, remote)
                         base = remote
+                        baseData = data
                         merged = true
                     }
                 }
@@ -175,11 +220,31 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
         return answer.value(forHTTPHeaderField: "ETag")
     }
 
+    /// The server took `value` (its bytes `data`) at the container's `version`, under `etag`.
+    private func agree(_ value: Value, data: Data, etag newETag: String?, version: UInt64) {
+        etag = newETag
+        base = value
+        baseData = data
+        agreedVersion = max(agreedVersion, version)
+        connected?.recordAgreement(base: data, validator: newETag, atVersion: version)
+    }
+
+    /// Reports the local changes a ``SyncConflictPolicy/serverWins`` conflict throws away.
+    private func reportDiscarded(_ local: Value, for remote: Value) {
+        let described = String(describing: local)
+        StateDiagnostics.report(
+            StateDiagnostic(
+                kind: .localChangesDiscarded, keys: [connected?.key ?? configuration.endpoint.absoluteString],
+                message: "HTTPSyncSink: \(configuration.endpoint) changed since the last sync; .serverWins "
+                    + "discarded the local value that was not sent: "
+                    + (described.count > 200 ? described.prefix(200) + "…" : described)))
+    }
+
     /// Makes the container hold a merged value the server has just accepted.
-    private func adoptMerged(_ merged: Value, over sent: Value, at version: UInt64) {
+    private func adoptMerged(_ merged: Value, data: Data, over sent: Value, at version: UInt64) {
         guard let channel = connected else { return }
         if let applied = channel.applyRemote(merged, ifVersion: version) {
-            agreedVersion = max(agreedVersion, applied)
+            channel.recordAgreement(base: data, validator: etag, atVersion: applied)
             return
         }
         // Local changes came meanwhile: merge again, as a local change sent next.
@@ -190,12 +255,16 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
     // MARK: Pull
 
     func pull() async throws {
-        try await gate.run { try await pullInGate() }
+        try await gate.run {
+            adoptRecord()
+            try await pullInGate()
+        }
     }
 
     private func pullInGate() async throws {
+        let remote = try await read(conditional: true)
         hasLoaded = true
-        switch try await read(conditional: true) {
+        switch remote {
         case .unchanged:
             return
         case .absent:
@@ -205,34 +274,46 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
         }
     }
 
+    /// Takes a value read from the server: into the container when it holds no unsent local
+    /// changes; through the conflict policy when it does and the server changed since the base.
     private func take(_ remote: Value, data: Data, etag remoteETag: String?) {
         etag = remoteETag
         guard let channel = connected else {
             base = remote
+            baseData = data
             return
         }
         while let current = channel.current {
-            let isUnsent = current.version > agreedVersion
             if (try? configuration.encoder.encode(current.value)) == data {
                 base = remote
-                if !isUnsent { agreedVersion = current.version }
+                baseData = data
+                channel.recordAgreement(base: data, validator: remoteETag, atVersion: current.version)
                 return
             }
-            if !isUnsent || configuration.onConflict != nil {
+            if !channel.syncRecord.hasUnsentChanges || configuration.onConflict != nil {
                 guard let applied = channel.applyRemote(remote, ifVersion: current.version) else { continue }
                 base = remote
-                agreedVersion = applied
+                baseData = data
+                channel.recordAgreement(base: data, validator: remoteETag, atVersion: applied)
                 return
             }
+            // Unsent local changes over a server that did not change since the base: the next
+            // push sends them, conditionally on the `ETag` just read.
+            if let baseData, data == baseData { return }
             switch configuration.conflictPolicy {
             case .serverWins:
+                reportDiscarded(current.value, for: remote)
                 base = remote
-                agreedVersion = channel.applyRemote(remote) ?? agreedVersion
+                baseData = data
+                let applied = channel.applyRemote(remote)
+                channel.recordAgreement(base: data, validator: remoteETag, atVersion: applied ?? current.version)
             case .clientWins:
                 base = remote
+                baseData = data
             case .merge(let merge):
                 let agreed = base
                 base = remote
+                baseData = data
                 channel.modify { local in local = merge(agreed, local, remote) }
             }
             return

@@ -79,9 +79,25 @@ extension DurableOutbox: StateSink {
             let acknowledged = log.lastAcknowledgedVersion
             let fresh = changes.filter { $0.version > acknowledged }
             guard let last = fresh.last else { return }
-            try await wrapped.send(fresh)
+            // A remote sink is not sent back what came from its remote copy (logged all the same,
+            // so that versions continue).
+            let sent = wrapped is any RemoteSyncSink<Wrapped.Value> ? fresh.filter { $0.origin != .remote } : fresh
+            if !sent.isEmpty { try await wrapped.send(sent) }
             log.acknowledge(last.version)
         }
+    }
+}
+
+/// An outbox around a remote-sync sink is one too: its container connects the wrapped sink.
+extension DurableOutbox: RemoteSyncSink where Wrapped: RemoteSyncSink {
+    /// Hands the channel to the wrapped sink.
+    public func connect(_ channel: RemoteChannel<Wrapped.Value>) {
+        wrapped.connect(channel)
+    }
+
+    /// Pulls through the wrapped sink.
+    public func refresh() async throws {
+        try await wrapped.refresh()
     }
 }
 

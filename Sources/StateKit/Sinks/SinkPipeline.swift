@@ -69,6 +69,13 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
         }
     }
 
+    /// Buffers `change`, the container's starting value, unless a change came first; see
+    /// ``SinkPipelineStateMachine/enqueueAtStart(_:)``.
+    func enqueueAtStart(_ change: StateChange<Value>) {
+        let wake = lock.withLock { machine.enqueueAtStart(change) }
+        wake?.resume()
+    }
+
     /// Returns once every change enqueued before the call is delivered, dropped or given up, or
     /// the sink is paused or stopped, or the calling task is cancelled.
     func flush() async {

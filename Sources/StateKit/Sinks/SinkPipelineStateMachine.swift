@@ -146,6 +146,18 @@ struct SinkPipelineStateMachine<Value: Sendable> {
         return (takeWakeUp(), isFirstDrop)
     }
 
+    /// Buffers `change`, of the value the container started with, when nothing came before it:
+    /// a remote sink's value left unsent by an earlier launch. A change already enqueued carries
+    /// a newer value, so it is not buffered then.
+    mutating func enqueueAtStart(_ change: StateChange<Value>) -> CheckedContinuation<Void, Never>? {
+        guard phase != .stopped, buffer.isEmpty, inFlight.isEmpty, spilledFrom == nil, change.version >= lastVersion
+        else { return nil }
+        lastVersion = change.version
+        buffer.append(change)
+        checkInvariants()
+        return takeWakeUp()
+    }
+
     /// The container was released: deliver what is left, then stop.
     mutating func close() -> CheckedContinuation<Void, Never>? {
         isDraining = true

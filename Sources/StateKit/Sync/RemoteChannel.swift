@@ -1,5 +1,10 @@
+import Foundation
+
 /// A remote-sync sink's way into its container: read it, and apply remote values that the
 /// container does not send back to the sink.
+///
+/// Each remote sink of a container gets a channel of its own, with its ``syncRecord``: what the
+/// sink and its server last agreed on, kept with a persisted container's value across launches.
 ///
 /// The channel holds its container weakly (the container owns the sink that owns the channel);
 /// once the container is gone, reads return `nil` and writes do nothing.
@@ -8,16 +13,18 @@
 public final class RemoteChannel<Value: Sendable>: @unchecked Sendable {
     /// The key of the container.
     public let key: String
+    /// The name the sink's ``syncRecord`` is kept under: the sink's ``StateSink/name``, made
+    /// unique among the container's remote sinks.
+    public let recordName: String
     private let lock = Lock()
     private weak var state: SyncedState<Value>?
-    private var remoteVersions: [UInt64] = []
+    private let records: SyncRecordStore
 
-    /// How many remote versions are remembered for ``isRemote(_:)``.
-    static var rememberedVersions: Int { 64 }
-
-    init(state: SyncedState<Value>) {
+    init(state: SyncedState<Value>, recordName: String, records: SyncRecordStore) {
         self.key = state.key
+        self.recordName = recordName
         self.state = state
+        self.records = records
     }
 
     private var container: SyncedState<Value>? {
@@ -51,18 +58,13 @@ public final class RemoteChannel<Value: Sendable>: @unchecked Sendable {
                 // Runs under the container's lock, right before the write (again after
                 // Observation's willSet, when observed): the last answer is the one that counts.
                 let isCurrent = ifVersion.map { state.storedVersion == $0 } ?? true
-                let previous = version
                 version = isCurrent ? state.storedVersion &+ 1 : nil
-                lock.withLock {
-                    if let previous { remoteVersions.removeAll { $0 == previous } }
-                    if let version { remember(version) }
-                }
                 return !isCurrent
             },
+            origin: .remote,
             { $0 = value }
         )
         guard let rejection else { return version }
-        if let version { lock.withLock { remoteVersions.removeAll { $0 == version } } }
         rejection.report()
         return nil
     }
@@ -88,15 +90,31 @@ public final class RemoteChannel<Value: Sendable>: @unchecked Sendable {
         return nil
     }
 
-    /// Whether `change` is one this channel applied with ``applyRemote(_:ifVersion:)``: a value
-    /// that came from the remote copy and must not be sent back to it.
+    /// Whether `change` came from a remote copy (``ChangeOrigin/remote``), such as one applied
+    /// with ``applyRemote(_:ifVersion:)``: it must not be sent back.
     public func isRemote(_ change: StateChange<Value>) -> Bool {
-        lock.withLock { remoteVersions.contains(change.version) }
+        change.origin == .remote
     }
 
-    /// Called with `lock` held.
-    private func remember(_ version: UInt64) {
-        if !remoteVersions.contains(version) { remoteVersions.append(version) }
-        if remoteVersions.count > Self.rememberedVersions { remoteVersions.removeFirst() }
+    /// What this sink and its server last agreed on, and whether local changes are unsent; read
+    /// from storage when a persisted container starts.
+    public var syncRecord: SyncRecord {
+        records.record(recordName)
+    }
+
+    /// Records that the server now holds `base` (encoded as the sink encodes values) under
+    /// `validator`, as of the container's `version`: local changes made after that version stay
+    /// unsent. A persisted container first saves its value, then the record, so a kill at any
+    /// moment leaves a record that never claims more than storage holds.
+    ///
+    /// ```swift
+    /// channel.recordAgreement(base: body, validator: response.value(forHTTPHeaderField: "ETag"), atVersion: sent)
+    /// ```
+    public func recordAgreement(base: Data?, validator: String?, atVersion version: UInt64) {
+        guard let state = container else { return }
+        state.persistence?.flush()
+        state.lock.withLock {
+            records.agree(recordName, base: base, validator: validator, atVersion: version)
+        }
     }
 }

@@ -1,10 +1,35 @@
+import Foundation
+
 extension SyncedState {
-    /// Hands each ``RemoteSyncSink`` among `sinks` a channel into this container.
-    func connectRemoteSinks(_ sinks: [any StateSink<Value>]) {
-        let remoteSinks = sinks.compactMap { $0 as? any RemoteSyncSink<Value> }
-        guard !remoteSinks.isEmpty else { return }
-        let channel = RemoteChannel(state: self)
-        for sink in remoteSinks { sink.connect(channel) }
+    /// The name of each remote sink's sync record (`nil` for other sinks): its name, with a `'`
+    /// added for each remote sink before it of the same name.
+    static func recordNames(of sinks: [any StateSink<Value>]) -> [String?] {
+        var taken: Set<String> = []
+        return sinks.map { sink in
+            guard sink is any RemoteSyncSink<Value> else { return nil }
+            var name = sink.name
+            while taken.contains(name) { name += "'" }
+            taken.insert(name)
+            return name
+        }
+    }
+
+    /// Hands each ``RemoteSyncSink`` among the sinks a channel into this container, with its
+    /// sync record; a record that says local changes are unsent (a launch after an offline edit
+    /// or a kill) has the container's value sent again, conditionally on what the server held.
+    func connectRemoteSinks(records: SyncRecordStore, names: [String?], instance: String?) {
+        for (pipeline, name) in zip(pipelines, names) {
+            guard let name, let sink = pipeline.sink as? any RemoteSyncSink<Value> else { continue }
+            let (value, version) = lock.withLock { (storedValue, storedVersion) }
+            let record = records.record(name)
+            sink.connect(RemoteChannel(state: self, recordName: name, records: records))
+            // Behind an outbox, the changes it logged and did not deliver are sent first.
+            guard record.hasUnsentChanges, pipeline.log == nil || pipeline.statistics.pending == 0 else { continue }
+            pipeline.enqueueAtStart(
+                StateChange(
+                    key: key, oldValue: value, newValue: value, version: version, timestamp: Date(),
+                    instance: instance, origin: .local))
+        }
     }
 
     /// Loads the remote value of every ``RemoteSyncSink`` into the container.

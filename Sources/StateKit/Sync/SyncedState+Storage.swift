@@ -22,7 +22,7 @@ extension SyncedState where Value: Codable {
     ) {
         let persistence = StoredValue.shared(
             key: key, storage: storage, previousKeys: previousKeys, defaultValue: defaultValue)
-        self.init(defaultValue, key: key, sinks: sinks, persistence: persistence)
+        self.init(defaultValue, key: key, sinks: sinks, persistence: persistence, storage: storage)
     }
 
     /// Creates a persisted container whose sinks are listed in a block; see

@@ -44,15 +44,17 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
     ///   - key: A key unique across the application; sinks receive it in every ``StateChange``.
     ///   - sinks: Where changes go, each with its own buffer and delivery task.
     public convenience init(_ defaultValue: Value, key: String, sinks: [any StateSink<Value>]) {
-        self.init(defaultValue, key: key, sinks: sinks, persistence: nil)
+        self.init(defaultValue, key: key, sinks: sinks, persistence: nil, storage: nil)
     }
 
-    /// Creates the container; with `stored`, it holds and persists the key's shared stored value.
+    /// Creates the container; with `persistence`, it holds and persists the key's shared stored
+    /// value, and keeps its remote sinks' sync records in `storage`.
     init(
         _ defaultValue: Value,
         key: String,
         sinks: [any StateSink<Value>],
-        persistence: StoredValue<Value>?
+        persistence: StoredValue<Value>?,
+        storage: (any StateStorage)?
     ) {
         var openings: [(log: any LogBackedSink<Value>, opening: OutboxOpening)?] = []
         for sink in sinks {
@@ -75,29 +77,41 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
         }
         self.pipelines = pipelines
         self.persistence = persistence
+        let recordNames = Self.recordNames(of: sinks)
+        let records =
+            recordNames.isEmpty
+            ? nil : SyncRecordStore(key: key, storage: storage, names: recordNames.compactMap { $0 })
         super.init(defaultValue, key: key, joining: persistence)
         let logs = openings.compactMap { $0?.log }
         lock.withLock {
             storedVersion = max(storedVersion, lastVersion)
-            if !logs.isEmpty {
+            records?.start(atVersion: storedVersion)
+            if !logs.isEmpty || records != nil {
                 // The key's other synced containers, sharing its cell, may log their own outboxes.
                 let earlier = writeObserver
                 writeObserver = { change in
                     earlier?(change)
+                    records?.noteChange(change.version, origin: change.origin)
                     let change = instance == nil ? change : change.made(by: instance)
                     for log in logs { log.record(change) }
                 }
             }
         }
+        // A remote sink is not handed the values it (or another remote sink) took from a remote
+        // copy: there is nothing to send, and nothing to count as sent.
+        let takesRemote = pipelines.map { $0.log != nil || !($0.sink is any RemoteSyncSink<Value>) }
         sinkSubscription = addSubscriber(
             queue: nil,
             handler: .change { change in
                 let change = instance == nil ? change : change.made(by: instance)
-                for pipeline in pipelines { pipeline.enqueue(change) }
+                let isRemote = change.origin == .remote
+                for (pipeline, takesRemote) in zip(pipelines, takesRemote) where takesRemote || !isRemote {
+                    pipeline.enqueue(change)
+                }
             },
             sendsCurrentValue: false
         )
-        connectRemoteSinks(sinks)
+        if let records { connectRemoteSinks(records: records, names: recordNames, instance: instance) }
     }
 
     /// Creates a container whose sinks are listed in a block.
