@@ -1,0 +1,144 @@
+import Foundation
+import Testing
+
+@testable import StateKit
+
+/// The sync record (semantics 17) with any remote sink: marked unsent before a local write
+/// returns, cleared only once the server took the value, kept in storage across launches, and
+/// what makes a relaunch send an edit the last run could not.
+@Suite(.timeLimit(.minutes(1))) struct SyncRecordTests {
+    init() { DiagnosticsRecorder.start() }
+
+    private func record(_ directory: TemporaryDirectory, _ key: String) throws -> SyncRecord? {
+        let storage = FileStateStorage(directory: directory.url)
+        guard let data = try storage.load(forKey: SyncRecordStore.storageKey(for: key)) else { return nil }
+        let records = try JSONDecoder().decode([String: [String: SyncRecord]].self, from: data)
+        return records["records"]?.values.first
+    }
+
+    /// Runs one "launch": a persisted synced container on `directory` with `sink`, released at the end.
+    private func launch(
+        _ directory: TemporaryDirectory, _ key: String, _ sink: TestRemoteSink<Int>,
+        _ body: (SyncedState<Int>) async throws -> Void
+    ) async throws {
+        let state = SyncedState(0, key: key, storage: .file(directory.url), sinks: [sink])
+        try await body(state)
+        state.persistence?.flush()
+    }
+
+    @Test func anEditMadeOfflineIsSentAtTheNextLaunch() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let key = uniqueKey()
+        let online = TestRemoteSink<Int>()
+        try await launch(directory, key, online) { state in
+            state.modify(1)
+            await state.flush()
+        }
+        #expect(online.sent == [1])
+        #expect(try record(directory, key)?.hasUnsentChanges == false)
+
+        let offline = TestRemoteSink<Int>(offline: true)
+        try await launch(directory, key, offline) { state in
+            state.modify(2)
+            await state.flush()  // returns once the sink pauses, the change still pending
+            #expect(state.statistics[0].pending == 1)
+        }
+        #expect(offline.sent.isEmpty)
+        let unsent = try #require(try record(directory, key))
+        #expect(unsent.hasUnsentChanges)
+        #expect(unsent.base == Data("1".utf8))
+        #expect(unsent.validator == "v1")
+
+        // Before the record, nothing was sent: the relaunched container made no change.
+        let relaunched = TestRemoteSink<Int>(server: 1)
+        try await launch(directory, key, relaunched) { state in
+            #expect(state.value == 2)
+            await state.flush()
+            #expect(state.statistics[0].sent == 1)
+        }
+        #expect(relaunched.sent == [2])
+        #expect(try record(directory, key)?.hasUnsentChanges == false)
+        #expect(try record(directory, key)?.base == Data("2".utf8))
+    }
+
+    @Test func aLocalWriteIsMarkedUnsentBeforeItReturns() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let key = uniqueKey()
+        let sink = TestRemoteSink<Int>(offline: true)
+        let state = SyncedState(0, key: key, storage: .file(directory.url), sinks: [sink])
+        #expect(try record(directory, key) == nil)
+        state.modify(5)
+        // No flush, no wait: a kill right now must not leave a saved 5 with a "sent" record.
+        #expect(try record(directory, key)?.hasUnsentChanges == true)
+        sink.setOffline(false)
+        state.modify(6)
+        await state.flush()
+        #expect(
+            try record(directory, key) == SyncRecord(base: Data("6".utf8), validator: "v1", hasUnsentChanges: false))
+    }
+
+    @Test func aRemoteValueDoesNotMarkTheRecordUnsent() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let key = uniqueKey()
+        let sink = TestRemoteSink<Int>(server: 9)
+        let state = SyncedState(0, key: key, storage: .file(directory.url), sinks: [sink])
+        try await state.refresh()
+        await state.flush()
+        #expect(state.value == 9)
+        #expect(try record(directory, key)?.hasUnsentChanges != true)
+        #expect(sink.sent.isEmpty)
+    }
+
+    @Test func aDamagedRecordIsReportedAndTheValueTakenAsUnsent() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let key = uniqueKey()
+        let storage = FileStateStorage(directory: directory.url)
+        try storage.save(Data("3".utf8), forKey: key)
+        try storage.save(Data("{ torn".utf8), forKey: SyncRecordStore.storageKey(for: key))
+        let sink = TestRemoteSink<Int>()
+        let state = SyncedState(0, key: key, storage: .file(directory.url), sinks: [sink])
+        await state.flush()
+        #expect(DiagnosticsRecorder.diagnostics(involving: key).map(\.kind) == [.decodingFailed])
+        #expect(sink.sent == [3])
+        #expect(try record(directory, key)?.hasUnsentChanges == false)
+    }
+
+    @Test func theRecordEndsCleanOnlyWhenTheServerHoldsTheNewestValueUnderContention() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let key = uniqueKey()
+        let sink = TestRemoteSink<Int>()
+        let state = SyncedState(0, key: key, storage: .file(directory.url), sinks: [sink])
+        await onThreads(4) { _ in
+            for _ in 0..<500 { state.modify { $0 += 1 } }
+        }
+        await state.flush()
+        #expect(state.value == 2_000)
+        #expect(sink.server == 2_000)
+        let final = try #require(try record(directory, key))
+        #expect(final.base == Data("2000".utf8))
+        #expect(!final.hasUnsentChanges)
+        #expect(sink.sent.last == 2_000)
+        #expect(sink.sent == sink.sent.sorted())
+    }
+
+    @Test func anOutboxAndANamePassTheChannelOn() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let wrapped = TestRemoteSink<Int>()
+        let named = TestRemoteSink<Int>()
+        let state = SyncedState(0, key: uniqueKey()) {
+            DurableOutbox(fileURL: directory.url.appendingPathComponent("outbox"), wrapping: wrapped)
+            named.named("second")
+        }
+        let first = try #require(wrapped.connectedChannel)
+        let second = try #require(named.connectedChannel)
+        #expect(first.recordName == "DurableOutbox<TestRemoteSink<Int>>")
+        #expect(second.recordName == "second")
+        withExtendedLifetime(state) {}
+    }
+}
