@@ -11,23 +11,34 @@ import FoundationNetworking
 /// Pushing: remote sync needs the newest value, not every step, so pending changes are coalesced
 /// (``StateKit/SinkPolicy/latestValue``) and each write carries the container's newest value:
 /// - the body is the value, JSON-encoded with the `encoder` given to ``init(endpoint:method:headers:timeout:encoder:decoder:conflictPolicy:maximumConflictRounds:loadsOnStart:policy:configuration:prepare:)`` (sorted keys unless given);
-/// - `If-Match: <ETag>` with the `ETag` of the last successful answer, or `If-None-Match: *` while
-///   the resource is not known to exist, so a write never overwrites what another client wrote;
+/// - `If-Match: <ETag>` with the `ETag` of the last successful answer (remembered across launches
+///   in the container's ``StateKit/SyncRecord`` when it persists), or `If-None-Match: *` while the
+///   resource is not known to exist, so a write never overwrites what another client wrote;
 /// - `Idempotency-Key` is the change's ``StateKit/StateChange/idempotencyKey`` at the version sent
 ///   (`"profile#7"` behind a durable outbox, `"profile#1f0e9a3c5b7d2e48:7"` otherwise; a Structured
 ///   Field String as draft-ietf-httpapi-idempotency-key-header says); `State-Version` and
 ///   `State-Key` add the version and the container's key.
 ///
 /// Conflicts: 412, and 409 or 404 answered to a (always conditional) write, mean the server's
-/// copy changed. The sink reads it and applies ``conflictPolicy``: ``SyncConflictPolicy/serverWins``,
-/// ``SyncConflictPolicy/clientWins`` or a three-way ``SyncConflictPolicy/merge(_:)``. After
-/// ``maximumConflictRounds`` refused rounds the change is given up and reported
+/// copy may have changed. The sink reads it: a server holding exactly the bytes being sent (an
+/// earlier attempt went through) is a success, and one whose content is still the last agreed
+/// value (only its `ETag` moved) is written again. Only a server that changed since is a
+/// conflict, resolved by ``conflictPolicy``: ``SyncConflictPolicy/serverWins`` (reporting the
+/// unsent local value it discards as ``StateKit/StateDiagnostic/Kind/localChangesDiscarded``),
+/// ``SyncConflictPolicy/clientWins`` or a three-way ``SyncConflictPolicy/merge(_:)`` with the true
+/// base. After ``maximumConflictRounds`` refused rounds the change is given up and reported
 /// (``StateKit/StateDiagnostic/Kind/syncConflictUnresolved``).
 ///
-/// Pulling: the container loads the server's value when it starts (unless `loadsOnStart` is
-/// `false`) and on ``StateKit/SyncedState/refresh()``, with `If-None-Match` so an unchanged
-/// resource costs a 304. A remote value enters the container as a change that is not sent back;
-/// local changes not yet sent go through the conflict policy, never overwritten silently.
+/// Pulling: the container loads the server's value as soon as it starts, without any write
+/// (unless `loadsOnStart` is `false`), and on ``StateKit/SyncedState/refresh()``, with
+/// `If-None-Match` on the remembered `ETag` so an unchanged resource costs a 304. A remote value
+/// enters the container as a ``StateKit/ChangeOrigin/remote`` change that is not sent back nor
+/// counted as sent; local changes not yet sent go through the conflict policy, never overwritten
+/// silently.
+///
+/// Across launches: a persisted container's record says whether local changes are unsent; at the
+/// next launch they are sent with `If-Match` on the `ETag` they were made against. See the
+/// Syncing article's launch sequence.
 ///
 /// Everything else: 2xx is success; 408, 429 and 5xx are retried with backoff, waiting at least a
 /// `Retry-After`; a redirect of a write is followed only for 307 and 308 (same origin, same method
@@ -74,8 +85,8 @@ public struct HTTPSyncSink<Value: Sendable & Codable>: RemoteSyncSink {
     ///   - decoder: Decodes the server's value; default a `JSONDecoder`.
     ///   - conflictPolicy: How conflicts are resolved; default ``SyncConflictPolicy/serverWins``.
     ///   - maximumConflictRounds: At least 1; default 3.
-    ///   - loadsOnStart: Whether the container loads the server's value before its first write;
-    ///     default `true`.
+    ///   - loadsOnStart: Whether the container loads the server's value as soon as it starts, and
+    ///     before its first write if that load failed; default `true`.
     ///   - policy: Batching, buffering and retries; default ``StateKit/SinkPolicy/latestValue``.
     ///   - configuration: The URL session configuration; default `.ephemeral`. The sink sets its
     ///     timeouts and handles redirects itself.

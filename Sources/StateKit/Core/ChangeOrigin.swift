@@ -4,13 +4,15 @@
 /// from values that only arrived:
 ///
 /// ```swift
-/// let cart = SyncedState([String](), key: "cart") {
-///     AnalyticsSink(backend: JSONLinesAnalyticsBackend(fileURL: eventsURL)) { change in
-///         guard change.origin == .local else { return nil }   // the user's own edits only
-///         return AnalyticsEvent(name: "cart_changed", properties: ["count": "\(change.newValue.count)"])
+/// let plan = SyncedState("free", key: "plan") {
+///     ClosureSink { changes in
+///         for change in changes where change.origin == .local { print("the user chose", change.newValue) }
 ///     }
 /// }
 /// ```
+///
+/// Remote-sync sinks are never handed ``remote`` changes, and ``StateHistory`` records only local
+/// changes and transactions.
 public enum ChangeOrigin: String, Sendable, Hashable, Codable {
     /// Made by this process's code: a write, a `modify`, a transaction, a merge of a remote value
     /// into unsent local edits.

@@ -106,10 +106,6 @@ public final class RemoteChannel<Value: Sendable>: @unchecked Sendable {
     /// `validator`, as of the container's `version`: local changes made after that version stay
     /// unsent. A persisted container first saves its value, then the record, so a kill at any
     /// moment leaves a record that never claims more than storage holds.
-    ///
-    /// ```swift
-    /// channel.recordAgreement(base: body, validator: response.value(forHTTPHeaderField: "ETag"), atVersion: sent)
-    /// ```
     public func recordAgreement(base: Data?, validator: String?, atVersion version: UInt64) {
         guard let state = container else { return }
         state.persistence?.flush()

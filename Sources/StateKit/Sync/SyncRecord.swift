@@ -6,14 +6,9 @@ import Foundation
 /// A persisted ``SyncedState`` saves it in the same storage as its value (under the key
 /// `"<key>.sync-record"`), atomically, after the value it describes: at launch the sink knows
 /// whether local changes are still unsent, which server version they were made against
-/// (``validator``), and the value both sides last agreed on (``base``), the base of a three-way merge.
-///
-/// ```swift
-/// let record = channel.syncRecord
-/// if record.hasUnsentChanges {
-///     print("local edits made against", record.validator ?? "nothing on the server yet")
-/// }
-/// ```
+/// (``validator``), and the value both sides last agreed on (``base``), the base of a three-way
+/// merge. A remote-sync sink reads it with ``RemoteChannel/syncRecord`` and updates it with
+/// ``RemoteChannel/recordAgreement(base:validator:atVersion:)``.
 public struct SyncRecord: Sendable, Codable, Equatable {
     /// The last value both sides agreed on, encoded as the sink encodes values; `nil` before they
     /// ever did.
