@@ -11,6 +11,11 @@ import Foundation
 /// Behind a ``DurableOutbox`` (`log`), a full buffer never drops: changes stay in the log and the
 /// task reads them back in order. Once its container is released (``close()``), the pipeline
 /// delivers what is left for at most ``SinkPolicy/drainTimeout``, then stops.
+///
+/// Once someone asked for the container's ``SyncedState/syncStatus``, every change of the
+/// statistics (a change buffered, a batch sent or failed, a retry starting, a pause, a stop)
+/// refreshes it, after the pipeline's lock is released; until then the writer's side pays one
+/// atomic load for it.
 final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
     let sink: any StateSink<Value>
     let policy: SinkPolicy
@@ -24,6 +29,8 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
     private var drainTimer: DispatchWorkItem?
     /// Whether ``finish()`` ran: by the task, or by the drain timer for a task stuck in a send.
     private var isFinished = false
+    /// The container's sync status, installed the first time someone reads it.
+    let statusLink = OnceInstalledReference<SyncStatusLink<Value>>()
 
     /// - Parameters:
     ///   - startVersion: The container's version before its first change.
@@ -48,11 +55,16 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
     }
 
     var statistics: SinkStatistics {
+        statusSnapshot.statistics
+    }
+
+    /// The statistics, and when the sink last failed (to tell which sink failed most recently).
+    var statusSnapshot: (statistics: SinkStatistics, lastFailedAt: ContinuousClock.Instant?) {
         let lastRecorded = log?.lastRecordedVersion ?? 0
         return lock.withLock {
             var statistics = machine.statistics(lastRecorded: lastRecorded)
             statistics.sinkName = sink.name
-            return statistics
+            return (statistics, machine.lastFailedAt)
         }
     }
 
@@ -62,6 +74,7 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
     func enqueue(_ change: StateChange<Value>) {
         let (wake, isFirstDrop) = lock.withLock { machine.enqueue(change) }
         wake?.resume()
+        statisticsChanged()
         if isFirstDrop {
             report(
                 .sinkDroppedChanges,
@@ -77,8 +90,9 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
     }
 
     /// Returns once every change enqueued before the call is delivered, dropped or given up, or
-    /// the sink is paused or stopped, or the calling task is cancelled.
-    func flush() async {
+    /// the sink is stopped, or the calling task is cancelled; or, unless `waitsThroughPause`,
+    /// the sink is paused.
+    func flush(waitsThroughPause: Bool) async {
         let id = lock.withLock {
             nextFlushID += 1
             return nextFlushID
@@ -88,7 +102,9 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
                 lock.lock()
                 // Checked under the lock: a cancellation before this point is seen here, one after
                 // it finds the waiter.
-                if Task.isCancelled || !machine.addFlushWaiter(id: id, continuation) {
+                if Task.isCancelled
+                    || !machine.addFlushWaiter(id: id, waitsThroughPause: waitsThroughPause, continuation)
+                {
                     lock.unlock()
                     continuation.resume()
                     return
@@ -168,6 +184,7 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
                 recordedNow: log.lastRecordedVersion
             )
         }
+        statisticsChanged()
         for waiter in satisfied { waiter.continuation.resume() }
     }
 
@@ -175,19 +192,28 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
         var attempt = 0
         while !Task.isCancelled {
             attempt += 1
+            if attempt > 1 {
+                lock.withLock { machine.retryStarted() }
+                statisticsChanged()
+            }
             do {
                 try await sink.send(batch)
-                let satisfied = lock.withLock { machine.sendSucceeded() }
+                let now = Date()
+                let (satisfied, wasPaused) = lock.withLock { machine.sendSucceeded(at: now) }
+                if wasPaused { report(.sinkResumed, "delivered \(describe(batch)) after being paused") }
+                statisticsChanged()
                 for waiter in satisfied { waiter.continuation.resume() }
                 return
             } catch {
                 if Task.isCancelled { return }
                 let advice = error as? any StateSinkError
+                let now = (date: Date(), instant: ContinuousClock.now)
                 let failure = lock.withLock {
                     machine.sendFailed(
                         error, retryAfter: advice?.retryAfter, isRetryable: advice?.isRetryable ?? true,
-                        attempt: attempt)
+                        attempt: attempt, at: now)
                 }
+                statisticsChanged()
                 switch failure {
                 case .retry(let delay):
                     try? await Task.sleep(for: delay)
@@ -230,6 +256,7 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
         }
         guard let (stopped, timer) = finishing else { return }
         timer?.cancel()
+        statisticsChanged()
         stopped.wake?.resume()
         for waiter in stopped.waiters { waiter.continuation.resume() }
         if stopped.left > 0 {
@@ -243,6 +270,12 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
     }
 
     // MARK: Helpers
+
+    /// Refreshes the container's sync status, once someone has asked for it; called after every
+    /// change of the statistics, with the pipeline's lock released.
+    private func statisticsChanged() {
+        statusLink.unretained?._withUnsafeGuaranteedRef { $0.monitor?.refresh() }
+    }
 
     private func describe(_ changes: [StateChange<Value>]) -> String {
         guard let first = changes.first, let last = changes.last else { return "no changes" }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The states of one sink's pipeline, and what each event makes it do.
 ///
 /// A value type, as swift-async-algorithms' `<X>StateMachine`s are: ``SinkPipeline`` calls an
@@ -23,14 +25,16 @@
 /// | idle                    | ``nextBatch(hasWaitedForInterval:)``, changes in the log only | idle | ``Next/readLog(from:maximumCount:)`` |
 /// | idle                    | ``nextBatch(hasWaitedForInterval:)``, nothing, draining | stopped | ``Next/finish``     |
 /// | idle                    | ``nextBatch(hasWaitedForInterval:)``, nothing | idle | ``Next/wait``                    |
-/// | sending, backingOff, paused | ``sendSucceeded()``   | idle        | release the flushes it completes      |
+/// | sending, backingOff, paused | ``sendSucceeded()``   | idle        | release the flushes it completes; say whether it was paused |
 /// | sending, backingOff     | ``sendFailed(_:retryAfter:isRetryable:attempt:)`` | backingOff, paused or idle | ``Failure`` |
+/// | backingOff, paused      | ``retryStarted()``        | sending     | none (the batch goes again)           |
 /// | any                     | ``close()``               | same, draining | wake the task                      |
 /// | any                     | ``stop()``                | stopped     | release every flush; what is left is counted |
 ///
 /// Flushes wait by version: a flush made when the pipeline knew of version `v` is released once
-/// every change up to `v` is settled (sent, failed, dropped, coalesced), or the sink is paused
-/// or stopped.
+/// every change up to `v` is settled (sent, failed, dropped, coalesced), or the pipeline is
+/// stopped, or, unless it waits through pauses (``FlushWaiter/waitsThroughPause``), the sink is
+/// paused.
 struct SinkPipelineStateMachine<Value: Sendable> {
     enum Phase: Equatable {
         case idle, sending, backingOff, paused, stopped
@@ -39,6 +43,9 @@ struct SinkPipelineStateMachine<Value: Sendable> {
     struct FlushWaiter {
         var id: UInt64
         var target: UInt64
+        /// Whether a pause leaves the flush waiting (``SyncedState/flush(timeout:)``) instead of
+        /// releasing it (``SyncedState/flush()``).
+        var waitsThroughPause: Bool
         var continuation: CheckedContinuation<Void, Never>
     }
 
@@ -79,6 +86,8 @@ struct SinkPipelineStateMachine<Value: Sendable> {
     /// The highest version handed to the pipeline or read from its log.
     private var lastVersion: UInt64
     private var counters = SinkStatistics()
+    /// When the sink last failed, to tell which of a container's sinks failed most recently.
+    private(set) var lastFailedAt: ContinuousClock.Instant?
     private var unreportedDrops = 0
     private var isDropReported = false
     private var wakeUp: CheckedContinuation<Void, Never>?
@@ -172,6 +181,7 @@ struct SinkPipelineStateMachine<Value: Sendable> {
     mutating func stop(lastRecorded: UInt64) -> Stopped {
         let left = statistics(lastRecorded: lastRecorded).pending
         phase = .stopped
+        counters.retryAt = nil
         buffer.removeAll()
         inFlight = []
         spilledFrom = nil
@@ -242,49 +252,73 @@ struct SinkPipelineStateMachine<Value: Sendable> {
         return takeSatisfiedWaiters()
     }
 
-    /// The batch in flight was accepted.
-    mutating func sendSucceeded() -> [FlushWaiter] {
+    /// The batch in flight was accepted at `now`. Returns the flushes it completes and whether
+    /// the sink was paused until now (then reported resumed).
+    mutating func sendSucceeded(at now: Date) -> (waiters: [FlushWaiter], wasPaused: Bool) {
         // A send that returns after the drain timeout stopped the pipeline: its batch was counted
         // as undelivered then, and nothing is left to deliver.
-        guard phase != .stopped else { return [] }
+        guard phase != .stopped else { return ([], false) }
+        let wasPaused = counters.isPaused
         counters.sent += inFlight.count
         counters.isPaused = false
+        counters.lastError = nil
+        counters.lastDeliveredAt = now
+        counters.retryAt = nil
+        lastFailedAt = nil
         inFlight = []
         phase = .idle
-        return takeSatisfiedWaiters()
+        return (takeSatisfiedWaiters(), wasPaused)
     }
 
-    /// The batch in flight failed on its `attempt`-th try.
+    /// The wait after a failure is over: the batch in flight is sent again.
+    mutating func retryStarted() {
+        guard phase == .backingOff || phase == .paused else { return }
+        counters.retryAt = nil
+        phase = .sending
+    }
+
+    /// The batch in flight failed on its `attempt`-th try, at `now`.
     mutating func sendFailed(
         _ error: any Error,
         retryAfter: Duration?,
         isRetryable: Bool,
-        attempt: Int
+        attempt: Int,
+        at now: (date: Date, instant: ContinuousClock.Instant)
     ) -> Failure {
-        counters.lastError = String(describing: error)
+        counters.lastError = shortErrorMessage(error)
+        lastFailedAt = now.instant
         if !isRetryable { return drop(isRefused: true) }
         let maximumWait = policy.retry.maximumDelay
+        let failure: Failure
         if let retryAfter, retryAfter > maximumWait {
             // Honouring it would hold every flush for as long as the destination likes.
             counters.retried += 1
-            return pause(wait: maximumWait)
-        }
-        if attempt >= policy.retry.maximumAttempts {
+            failure = pause(wait: maximumWait)
+        } else if attempt >= policy.retry.maximumAttempts {
             switch policy.afterRepeatedFailures {
             case .giveUpAndReport:
                 return drop(isRefused: false)
             case .pauseAndKeep(let retryEvery):
                 counters.retried += 1
-                return pause(wait: max(retryEvery, retryAfter ?? .zero))
+                failure = pause(wait: max(retryEvery, retryAfter ?? .zero))
             }
+        } else {
+            counters.retried += 1
+            phase = .backingOff
+            failure = .retry(after: policy.retry.delay(beforeRetry: attempt, retryAfter: retryAfter))
         }
-        counters.retried += 1
-        phase = .backingOff
-        return .retry(after: policy.retry.delay(beforeRetry: attempt, retryAfter: retryAfter))
+        switch failure {
+        case .retry(let wait), .pause(_, let wait, _):
+            counters.retryAt = now.date.addingTimeInterval(wait.inSeconds)
+        case .drop:
+            break
+        }
+        return failure
     }
 
     private mutating func drop(isRefused: Bool) -> Failure {
         counters.failed += inFlight.count
+        counters.retryAt = nil
         inFlight = []
         phase = .idle
         return .drop(isRefused: isRefused, waiters: takeSatisfiedWaiters())
@@ -294,9 +328,13 @@ struct SinkPipelineStateMachine<Value: Sendable> {
         let isFirst = !counters.isPaused
         counters.isPaused = true
         phase = .paused
-        let waiters = flushWaiters
-        flushWaiters = []
-        return .pause(isFirst: isFirst, wait: wait, waiters: waiters)
+        var released: [FlushWaiter] = []
+        flushWaiters.removeAll { waiter in
+            guard !waiter.waitsThroughPause else { return false }
+            released.append(waiter)
+            return true
+        }
+        return .pause(isFirst: isFirst, wait: wait, waiters: released)
     }
 
     /// Drops counted since the task last reported them (then reported by the task).
@@ -311,9 +349,20 @@ struct SinkPipelineStateMachine<Value: Sendable> {
     // MARK: Flushes
 
     /// Registers a flush; returns `false` when it is already satisfied (resume it at once).
-    mutating func addFlushWaiter(id: UInt64, _ continuation: CheckedContinuation<Void, Never>) -> Bool {
-        if phase == .stopped || counters.isPaused || firstUnsettled > lastVersion { return false }
-        flushWaiters.append(FlushWaiter(id: id, target: lastVersion, continuation: continuation))
+    ///
+    /// - Parameter waitsThroughPause: Whether the flush waits for a paused sink to deliver
+    ///   instead of being satisfied by the pause.
+    mutating func addFlushWaiter(
+        id: UInt64,
+        waitsThroughPause: Bool,
+        _ continuation: CheckedContinuation<Void, Never>
+    ) -> Bool {
+        if phase == .stopped || (counters.isPaused && !waitsThroughPause) || firstUnsettled > lastVersion {
+            return false
+        }
+        flushWaiters.append(
+            FlushWaiter(
+                id: id, target: lastVersion, waitsThroughPause: waitsThroughPause, continuation: continuation))
         return true
     }
 

@@ -1,3 +1,5 @@
+import Foundation
+
 /// What one sink of a ``SyncedState`` has done so far.
 ///
 /// Read it with ``SyncedState/statistics``; every change the container handed to the sink is
@@ -18,8 +20,14 @@ public struct SinkStatistics: Sendable, Equatable, CustomStringConvertible {
     public var pending = 0
     /// Whether the sink is paused after repeated failures (see ``SinkPolicy/Failure/pauseAndKeep(retryEvery:)``).
     public var isPaused = false
-    /// The description of the last error the sink threw, if any.
+    /// A one-line message (at most 120 characters) of the last error the sink threw, such as
+    /// `"HTTP 503 (retryable)"`; `nil` before any failure and again once the sink delivers a batch.
     public var lastError: String?
+    /// When the sink last delivered a batch, or `nil` before its first.
+    public var lastDeliveredAt: Date?
+    /// When the sink will next try a batch that failed (backing off or paused), or `nil` when it
+    /// is not waiting to retry.
+    public var retryAt: Date?
     /// The sink's ``StateSink/name``: its type's name unless given with ``StateSink/named(_:)``.
     public var sinkName = ""
 

@@ -8,6 +8,9 @@ extension StateDiagnostic.Kind {
     public static let sinkGaveUp = StateDiagnostic.Kind("sink-gave-up")
     /// A sink failed a batch ``RetryPolicy/maximumAttempts`` times and is paused, keeping it.
     public static let sinkPaused = StateDiagnostic.Kind("sink-paused")
+    /// A sink reported ``sinkPaused`` delivered a batch again; reported once per pause, so a
+    /// log shows when an outage ended.
+    public static let sinkResumed = StateDiagnostic.Kind("sink-resumed")
     /// A sink refused a batch for good (a ``StateSinkError`` that is not retryable); the batch is dropped.
     public static let sinkRejected = StateDiagnostic.Kind("sink-rejected")
     /// A durable outbox found a record it cannot trust in its log (damaged, torn, absurd, of

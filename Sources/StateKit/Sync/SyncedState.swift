@@ -30,6 +30,8 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
     private var sinkSubscription: Subscription?
     /// The shared stored value when the container persists (``init(_:key:storage:previousKeys:sinks:)-(_,_,_,_,[StateSink<Value>])``).
     let persistence: StoredValue<Value>?
+    /// Behind ``syncStatus``, made the first time it is read.
+    let statusMonitor = OnceInstalledReference<SyncStatusMonitor<Value>>()
 
     /// Creates a container holding `defaultValue` whose changes go to `sinks`.
     ///
@@ -164,31 +166,33 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
     ///
     /// Use it in tests instead of sleeping, and before the app suspends. A sink paused by
     /// ``SinkPolicy/Failure/pauseAndKeep(retryEvery:)``, or asked by its destination to wait longer
-    /// than its ``RetryPolicy/maximumDelay``, does not hold the flush: its changes stay pending
-    /// (see ``statistics``). Use ``flush(timeout:)`` to bound the wait.
+    /// than its ``RetryPolicy/maximumDelay``, does not hold this flush: it returns with that
+    /// sink's changes still pending (see ``syncStatus``). ``flush(timeout:)`` waits for a paused
+    /// sink instead, for a bounded time, and says whether everything was delivered.
     public func flush() async {
-        await deliveredBarrier()
-        persistence?.flush()
-        for pipeline in pipelines {
-            if Task.isCancelled { return }
-            await pipeline.flush()
-        }
+        await flush(waitsThroughPauses: false)
     }
 
-    /// Flushes as ``flush()`` does, for at most `timeout`.
+    /// Waits, for at most `timeout`, until every sink has received every change made before the
+    /// call or given it up as its policy says (counted as failed, dropped or coalesced), and says
+    /// whether it did.
+    ///
+    /// Unlike ``flush()``, it does not stop at a paused sink: a sink paused by
+    /// ``SinkPolicy/Failure/pauseAndKeep(retryEvery:)`` keeps it waiting, and it returns `true` as
+    /// soon as that sink delivers, or `false` at the deadline with the changes still pending.
     ///
     /// ```swift
     /// if await cart.flush(timeout: .seconds(2)) == false {
-    ///     print("some changes are still on their way:", cart.statistics)
+    ///     print("some changes are still on their way:", cart.syncStatus.value.pending)
     /// }
     /// ```
     ///
-    /// - Returns: `true` if every sink was flushed, `false` if the deadline passed first (or the
-    ///   calling task was cancelled).
+    /// - Returns: `true` if nothing made before the call is still pending, `false` if the deadline
+    ///   passed first (or the calling task was cancelled).
     public func flush(timeout: Duration) async -> Bool {
         await withTaskGroup(of: Bool.self) { group in
             group.addTask {
-                await self.flush()
+                await self.flush(waitsThroughPauses: true)
                 return !Task.isCancelled
             }
             group.addTask {
@@ -199,6 +203,18 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
             group.cancelAll()
             return finished
         }
+    }
+
+    private func flush(waitsThroughPauses: Bool) async {
+        await deliveredBarrier()
+        persistence?.flush()
+        for pipeline in pipelines {
+            if Task.isCancelled { return }
+            await pipeline.flush(waitsThroughPause: waitsThroughPauses)
+        }
+        // A pipeline's last refresh may still be on its way when its flush returns: once flushed,
+        // the status says so.
+        statusMonitor.current?.refresh()
     }
 
     /// What each sink has done so far, in the order the sinks were given; each entry names its

@@ -1,0 +1,57 @@
+import Foundation
+
+/// Where a ``SyncedState``'s changes stand with its sinks, all sinks together: what waits, whether
+/// a sink is paused, and why it is failing.
+///
+/// Read it from ``SyncedState/syncStatus``, which updates it whenever a sink's statistics
+/// change, so a settings screen can show one line for it:
+///
+/// ```swift
+/// func syncLine(_ status: SyncStatus) -> String {
+///     if status.isSynced { return "Synced" }
+///     if let reason = status.lastError {
+///         let retry = status.retryAt.map { ", retrying at \($0.formatted(date: .omitted, time: .shortened))" }
+///         return "Offline: \(reason)" + (retry ?? "")
+///     }
+///     return "\(status.pending) changes waiting"
+/// }
+/// ```
+///
+/// - Note: `SyncStatus` is a value type; it is `Sendable`.
+public struct SyncStatus: Sendable, Equatable {
+    /// Changes not yet delivered, summed over all sinks (see ``SinkStatistics/pending``).
+    public let pending: Int
+    /// Whether some sink is paused after repeated failures (see
+    /// ``SinkPolicy/Failure/pauseAndKeep(retryEvery:)``).
+    public let isPaused: Bool
+    /// A one-line message of the most recent failure of a sink that has not delivered since,
+    /// such as `"HTTP 503 (retryable)"`; `nil` once every sink that failed delivered again.
+    public let lastError: String?
+    /// When a sink last delivered a batch, or `nil` before the first delivery.
+    public let lastDeliveredAt: Date?
+    /// When the first sink waiting to retry (backing off or paused) will try again, or `nil`
+    /// when none is waiting.
+    public let retryAt: Date?
+    /// Each sink's statistics, in the order the sinks were given, as ``SyncedState/statistics``
+    /// gives them.
+    public let sinks: [SinkStatistics]
+
+    /// Whether everything is delivered: nothing pending, no sink paused, no error.
+    public var isSynced: Bool {
+        pending == 0 && !isPaused && lastError == nil
+    }
+
+    /// The status of sinks with these statistics, each with the moment it last failed.
+    init(_ snapshots: [(statistics: SinkStatistics, lastFailedAt: ContinuousClock.Instant?)]) {
+        let sinks = snapshots.map(\.statistics)
+        self.sinks = sinks
+        pending = sinks.reduce(0) { $0 + $1.pending }
+        isPaused = sinks.contains { $0.isPaused }
+        let failures = snapshots.compactMap { snapshot in
+            snapshot.lastFailedAt.flatMap { at in snapshot.statistics.lastError.map { (at: at, message: $0) } }
+        }
+        lastError = failures.max { $0.at < $1.at }?.message
+        lastDeliveredAt = sinks.compactMap(\.lastDeliveredAt).max()
+        retryAt = sinks.compactMap(\.retryAt).min()
+    }
+}

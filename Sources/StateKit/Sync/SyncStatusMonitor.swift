@@ -1,0 +1,49 @@
+/// The hidden container behind ``SyncedState/syncStatus``, kept up to date by the sinks' pipelines.
+///
+/// A ``SyncedState`` makes it the first time someone reads its status, so writes to a container
+/// whose status nobody reads pay nothing for it. Each pipeline calls ``refresh()`` after its
+/// statistics changed. Pipelines race, so a refresh reads every pipeline's statistics and writes
+/// the status under the status container's lock, in one step: whichever refresh writes last read
+/// the statistics last, and the status never goes back to an older one. A status equal to the
+/// current one is not written, so subscribers hear only of real changes.
+///
+/// - Note: All operations on `SyncStatusMonitor` are thread-safe.
+final class SyncStatusMonitor<Value: Sendable>: Sendable {
+    let state: MonitoredState<SyncStatus>
+    /// The read-only view handed out, one for all readers.
+    let observed: Observed<SyncStatus>
+    private let pipelines: [SinkPipeline<Value>]
+
+    init(key: String, pipelines: [SinkPipeline<Value>]) {
+        self.pipelines = pipelines
+        state = MonitoredState(SyncStatus(pipelines.map(\.statusSnapshot)), key: "\(key).syncStatus")
+        observed = state.readOnly
+    }
+
+    /// Recomputes the status from every pipeline's statistics and publishes it if it changed.
+    func refresh() {
+        var newest: SyncStatus?
+        _ = state.write(
+            unlessAlready: { current in
+                // Runs under the status container's lock, right before the write (again after
+                // Observation's willSet, when observed): the last status read is the one written.
+                let status = SyncStatus(pipelines.map(\.statusSnapshot))
+                newest = status
+                return current == status
+            },
+            { status in
+                if let newest { status = newest }
+            }
+        )
+    }
+}
+
+/// A pipeline's way to its container's ``SyncStatusMonitor``, held weakly: the monitor holds the
+/// pipelines, which outlive their container while they drain.
+final class SyncStatusLink<Value: Sendable>: Sendable {
+    weak let monitor: SyncStatusMonitor<Value>?
+
+    init(_ monitor: SyncStatusMonitor<Value>) {
+        self.monitor = monitor
+    }
+}

@@ -1,0 +1,191 @@
+import Dispatch
+import Foundation
+import StateKit
+import StateKitTesting
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// `SyncedState.syncStatus` says what is pending, paused and failing, errors clear on recovery,
+/// and `flush(timeout:)` returns `true` only when nothing it waited for is still pending.
+@Suite struct SyncStatusTests {
+    struct Offline: Error, CustomStringConvertible {
+        var description: String { "could not connect to the server" }
+    }
+
+    /// A sink that fails until told otherwise, paused after two attempts and retried every `retryEvery`.
+    static func failingSink(gate: Gate? = nil, retryEvery: Duration = .milliseconds(20)) -> TestSink<Int> {
+        let policy = SinkPolicy(
+            retry: RetryPolicy(initialDelay: .microseconds(1), maximumDelay: .microseconds(10), maximumAttempts: 2),
+            afterRepeatedFailures: .pauseAndKeep(retryEvery: retryEvery)
+        )
+        return TestSink<Int>(policy: policy, gate: gate) { _ in Offline() }
+    }
+
+    // MARK: The defects, reproduced
+
+    @Test func flushWithTimeoutIsFalseWhileAPausedSinkHoldsChanges() async {
+        let sink = Self.failingSink()
+        let state = SyncedState(0, key: uniqueKey(), sinks: [sink])
+        state.modify(1)
+        #expect(await state.flush(timeout: .milliseconds(200)) == false)
+        #expect(state.statistics[0].isPaused)
+        #expect(state.statistics[0].pending == 1)
+        sink.setFailures { _ in nil }
+        #expect(await state.flush(timeout: .seconds(60)))
+        #expect(sink.versions == [1])
+        #expect(state.statistics[0].pending == 0)
+    }
+
+    @Test func lastErrorIsClearedOnceTheSinkDeliversAgain() async {
+        let sink = Self.failingSink()
+        let state = SyncedState(0, key: uniqueKey(), sinks: [sink])
+        state.modify(1)
+        await state.flush()
+        #expect(state.statistics[0].lastError == "could not connect to the server")
+        sink.setFailures { _ in nil }
+        await sink.received(1)
+        await state.flush()
+        #expect(state.statistics[0].lastError == nil)
+    }
+
+    @Test func aPausedSinkThatDeliversAgainIsReportedResumedOnce() async {
+        DiagnosticsRecorder.start()
+        let sink = Self.failingSink()
+        let state = SyncedState(0, key: uniqueKey(), sinks: [sink])
+        state.modify(1)
+        await state.flush()
+        sink.setFailures { _ in nil }
+        await sink.received(1)
+        state.modify(2)
+        await state.flush()
+        let kinds = DiagnosticsRecorder.diagnostics(involving: state.key).map(\.kind)
+        #expect(kinds.filter { $0 == StateDiagnostic.Kind("sink-paused") }.count == 1)
+        #expect(kinds.filter { $0 == StateDiagnostic.Kind("sink-resumed") }.count == 1)
+    }
+}
+
+extension SyncStatusTests {
+    // MARK: The status
+
+    @Test func statusGoesFromSyncedToPendingToPausedAndBackToSynced() async {
+        let gate = Gate()
+        // Retried after a second, so the paused status is read before the retry starts.
+        let sink = Self.failingSink(gate: gate, retryEvery: .seconds(1))
+        let state = SyncedState(0, key: uniqueKey(), sinks: [sink])
+        let initial = state.syncStatus.value
+        #expect(initial.isSynced)
+        #expect(initial.pending == 0 && initial.lastDeliveredAt == nil && initial.retryAt == nil)
+
+        state.modify(1)
+        await gate.arrived()
+        let pending = state.syncStatus.value
+        #expect(pending.pending == 1)
+        #expect(!pending.isSynced && !pending.isPaused && pending.lastError == nil)
+
+        gate.open()
+        await state.flush()
+        let paused = state.syncStatus.value
+        #expect(paused.isPaused)
+        #expect(paused.pending == 1)
+        #expect(paused.lastError == "could not connect to the server")
+        #expect(paused.retryAt != nil)
+        #expect(paused.lastDeliveredAt == nil)
+        #expect(!paused.isSynced)
+
+        sink.setFailures { _ in nil }
+        #expect(await state.flush(timeout: .seconds(60)))
+        let synced = state.syncStatus.value
+        #expect(synced.isSynced)
+        #expect(synced.pending == 0 && !synced.isPaused && synced.lastError == nil && synced.retryAt == nil)
+        #expect(synced.lastDeliveredAt != nil)
+        #expect(synced.sinks == state.statistics)
+        #expect(synced.sinks[0].sent == 1)
+    }
+
+    @Test func subscribersToPendingSeeEachCount() async throws {
+        let gate = Gate()
+        let sink = TestSink<Int>(gate: gate)
+        let state = SyncedState(0, key: uniqueKey(), sinks: [sink])
+        let pending = state.syncStatus.pending.record()
+        state.modify(1)
+        await gate.arrived()
+        state.modify(2)
+        state.modify(3)
+        gate.open()
+        await state.flush()
+        #expect(try await pending.next(6, timeout: .seconds(60)) == [0, 1, 2, 3, 2, 0])
+        #expect(sink.batches == [1, 2])
+    }
+
+    @Test func observationTrackingFiresWhenTheStatusChanges() async {
+        let gate = Gate()
+        let sink = TestSink<Int>(gate: gate)
+        let state = SyncedState(0, key: uniqueKey(), sinks: [sink])
+        let probe = TrackingProbe<SyncStatus>()
+        probe.trackOnce { state.syncStatus.value }
+        let isPaused = TrackingProbe<Bool>()
+        isPaused.trackOnce { state.syncStatus.isPaused.value }
+        state.modify(1)  // buffered, on the writer's thread: the status says one change waits
+        #expect(probe.firings.count == 1)
+        #expect(isPaused.firings.isEmpty, "a projection of the status is told only when its part changes")
+        gate.open()
+        await state.flush()
+    }
+
+    @Test func statusIsExactUnderContention() async {
+        let first = TestSink<Int>()
+        let second = TestSink<Int>()
+        let state = SyncedState(0, key: uniqueKey(), sinks: [first, second.named("second")])
+        let statuses = state.syncStatus.record()
+        await onThreads(4) { _ in
+            for _ in 0..<1_000 { state.modify { $0 += 1 } }
+        }
+        #expect(await state.flush(timeout: .seconds(120)))
+        let status = state.syncStatus.value
+        #expect(status.pending == 0)
+        #expect(status.isSynced)
+        #expect(status.sinks.map(\.sent) == [4_000, 4_000])
+        #expect(status.sinks.map(\.pending) == [0, 0])
+        #expect(first.versions == Array(1...4_000))
+        #expect(second.versions == Array(1...4_000))
+        // A new subscriber's first call is queued behind the status deliveries still on their way.
+        let delivered = await awayFromThePool {
+            let arrived = DispatchSemaphore(value: 0)
+            let barrier = state.syncStatus.subscribe { _ in arrived.signal() }
+            defer { barrier.cancel() }
+            return arrived.wait(timeout: .now() + 60) == .success
+        }
+        #expect(delivered)
+        #expect(statuses.latest == status, "a subscriber's last status is the current one")
+        // Statuses are written in the order their statistics were read: none goes back to older counts.
+        for sink in 0..<2 {
+            let sent = statuses.values.map { $0.sinks[sink].sent }
+            let wentBack = zip(sent, sent.dropFirst()).filter { $0 > $1 }.count
+            #expect(wentBack == 0, "sink \(sink)'s sent count went back in the published statuses")
+        }
+    }
+
+    @Test func lastErrorIsOneShortLine() async {
+        struct Verbose: Error, CustomStringConvertible {
+            var description: String { String(repeating: "x", count: 300) + "\nsecond line" }
+        }
+        let urlError = URLError(
+            .cannotConnectToHost,
+            userInfo: [
+                NSLocalizedDescriptionKey: "Could not connect to the server.",
+                NSURLErrorFailingURLErrorKey: URL(fileURLWithPath: "/" + String(repeating: "p", count: 500)),
+            ])
+        let verbose = TestSink<Int>(policy: instantRetries(maximumAttempts: 1)) { _ in Verbose() }
+        let network = TestSink<Int>(policy: instantRetries(maximumAttempts: 1)) { _ in urlError }
+        let state = SyncedState(0, key: uniqueKey(), sinks: [verbose, network.named("network")])
+        state.modify(1)
+        await state.flush()
+        #expect(state.statistics[0].lastError == String(repeating: "x", count: 119) + "…")
+        #expect(state.statistics[1].lastError == "URLError -1004: Could not connect to the server.")
+        #expect(state.syncStatus.value.lastError != nil)
+        #expect(state.syncStatus.value.sinks.map(\.failed) == [1, 1])
+    }
+}
