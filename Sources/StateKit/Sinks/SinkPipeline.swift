@@ -87,6 +87,7 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
     func enqueueAtStart(_ change: StateChange<Value>) {
         let wake = lock.withLock { machine.enqueueAtStart(change) }
         wake?.resume()
+        statisticsChanged()
     }
 
     /// Returns once every change enqueued before the call is delivered, dropped or given up, or

@@ -41,6 +41,27 @@ public struct SyncStatus: Sendable, Equatable {
         pending == 0 && !isPaused && lastError == nil
     }
 
+    /// Creates a status, for previews and tests of code that shows one.
+    ///
+    /// ```swift
+    /// let offline = SyncStatus(pending: 3, isPaused: true, lastError: "HTTP 503 (retryable)")
+    /// ```
+    public init(
+        pending: Int = 0,
+        isPaused: Bool = false,
+        lastError: String? = nil,
+        lastDeliveredAt: Date? = nil,
+        retryAt: Date? = nil,
+        sinks: [SinkStatistics] = []
+    ) {
+        self.pending = pending
+        self.isPaused = isPaused
+        self.lastError = lastError
+        self.lastDeliveredAt = lastDeliveredAt
+        self.retryAt = retryAt
+        self.sinks = sinks
+    }
+
     /// The status of sinks with these statistics, each with the moment it last failed.
     init(_ snapshots: [(statistics: SinkStatistics, lastFailedAt: ContinuousClock.Instant?)]) {
         let sinks = snapshots.map(\.statistics)
