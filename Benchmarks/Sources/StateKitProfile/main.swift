@@ -23,6 +23,16 @@ final class HookedState: MonitoredState<Int>, @unchecked Sendable {
     }
 }
 
+/// A remote-sync sink whose sends never finish: `syncedWrite` counts the writer's side only.
+struct ParkedRemoteSink: RemoteSyncSink {
+    var policy: SinkPolicy { .latestValue }
+    func connect(_ channel: RemoteChannel<Int>) {}
+    func refresh() async throws {}
+    func send(_ changes: [StateChange<Int>]) async throws {
+        try await Task.sleep(for: .seconds(3_600))
+    }
+}
+
 /// How many times the links of `chainCutoff` computed.
 nonisolated(unsafe) var linkComputations = 0
 
@@ -162,6 +172,15 @@ case "persistedWrite":
     }
     state.flush()
     withExtendedLifetime(token) {}
+case "syncedWrite":
+    // A persisted synced write with a remote sink: saved, handed to the sink, its record kept.
+    let state = SyncedState(
+        0, key: "syncedWrite", storage: InMemoryStateStorage(), sinks: [ParkedRemoteSink()])
+    measured(count) {
+        next &+= 1
+        state.modify(next)
+    }
+    withExtendedLifetime(state) {}
 case "join":
     let storage = InMemoryStateStorage()
     let first = PersistedState(0, key: "join", storage: storage)

@@ -101,15 +101,12 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
         }
         // A remote sink is not handed the values it (or another remote sink) took from a remote
         // copy: there is nothing to send, and nothing to count as sent.
-        let takesRemote = pipelines.map { $0.log != nil || !($0.sink is any RemoteSyncSink<Value>) }
+        let takingRemote = pipelines.filter { $0.log != nil || !($0.sink is any RemoteSyncSink<Value>) }
         sinkSubscription = addSubscriber(
             queue: nil,
             handler: .change { change in
                 let change = instance == nil ? change : change.made(by: instance)
-                let isRemote = change.origin == .remote
-                for (pipeline, takesRemote) in zip(pipelines, takesRemote) where takesRemote || !isRemote {
-                    pipeline.enqueue(change)
-                }
+                for pipeline in change.origin == .remote ? takingRemote : pipelines { pipeline.enqueue(change) }
             },
             sendsCurrentValue: false
         )
