@@ -253,6 +253,8 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
             isFinished = true
             let stopped = machine.stop(lastRecorded: lastRecorded)
             task = nil
+            // The timer's block holds the pipeline, and a cancelled work item keeps its block.
+            defer { drainTimer = nil }
             return (stopped, drainTimer)
         }
         guard let (stopped, timer) = finishing else { return }

@@ -44,6 +44,31 @@ import Testing
         #expect(DiagnosticsRecorder.diagnostics(involving: key).contains { $0.kind == .sinkStopped })
     }
 
+    @Test(arguments: [false, true])
+    func aReleasedContainersSinkIsFreedOnceItsPipelineStops(persisted: Bool) async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let key = uniqueKey()
+        weak var released: TestSink<Int>?
+        do {
+            let sink = TestSink<Int>(policy: alwaysFailing(drainTimeout: .milliseconds(50))) {
+                ScriptedFailure(attempt: $0)
+            }
+            released = sink
+            let state =
+                persisted
+                ? SyncedState(0, key: key, storage: .file(directory.url), sinks: [sink])
+                : SyncedState(0, key: key, sinks: [sink])
+            state.modify(1)
+        }
+        // Before the fix, the cancelled drain timer's block held the pipeline, and so the sink,
+        // for good.
+        #expect(await noLivePipelines(key))
+        let deadline = ContinuousClock.now + .seconds(30)
+        while released != nil && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(released == nil)
+    }
+
     @Test func aSinkThatNeverReturnsIsAccountedForAtTheDrainTimeoutAndFreesItsContainer() async {
         let key = uniqueKey()
         let neverOpened = Gate()
