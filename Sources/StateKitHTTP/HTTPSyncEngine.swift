@@ -53,6 +53,8 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
     /// The newest version the server reflects; used only without a container (no sync record).
     private var agreedVersion: UInt64 = 0
     private var hasLoaded = false
+    /// Whether `.serverWins` discarded the local value during the current push.
+    private var discardedLocalValue = false
 
     init(configuration: Configuration, sessionConfiguration: URLSessionConfiguration) {
         self.configuration = configuration
@@ -110,10 +112,14 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
                 return try await write(change.newValue, version: change.version, change: change)
             }
             adoptRecord()
+            discardedLocalValue = false
             if configuration.loadsOnStart && !hasLoaded { try await pullInGate() }
             // The newest value, unless the server already holds it (sent, or taken from it).
-            guard channel.syncRecord.hasUnsentChanges, let current = channel.current else { return }
-            try await write(current.value, version: current.version, change: change)
+            if channel.syncRecord.hasUnsentChanges, let current = channel.current {
+                try await write(current.value, version: current.version, change: change)
+            }
+            // What the server's value replaced was not delivered: not counted as sent.
+            if discardedLocalValue { throw SupersededByRemoteValue() }
         }
     }
 
@@ -231,6 +237,7 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
 
     /// Reports the local changes a ``SyncConflictPolicy/serverWins`` conflict throws away.
     private func reportDiscarded(_ local: Value, for remote: Value) {
+        discardedLocalValue = true
         let described = String(describing: local)
         StateDiagnostics.report(
             StateDiagnostic(

@@ -32,6 +32,8 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
     /// The container's sync status, installed the first time someone reads it.
     let statusLink = OnceInstalledReference<SyncStatusLink<Value>>()
 
+    /// Makes the pipeline; it delivers nothing before ``start()``.
+    ///
     /// - Parameters:
     ///   - startVersion: The container's version before its first change.
     ///   - log: The sink's opened log, whose pending changes are delivered first.
@@ -49,6 +51,11 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
         self.log = log
         self.machine = SinkPipelineStateMachine(
             policy: sink.policy, isLogBacked: log != nil, startVersion: startVersion, firstPending: firstPending)
+    }
+
+    /// Starts delivering: once the container is whole, so that a remote sink is connected (and
+    /// knows its sync record) before it sends what an outbox kept from an earlier launch.
+    func start() {
         SinkPipelineCensus.started(key)
         let task = Task { await self.run() }
         lock.withLock { self.task = task }
@@ -198,9 +205,16 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
                 statisticsChanged()
             }
             do {
-                try await sink.send(batch)
+                var isSuperseded = false
+                do {
+                    try await sink.send(batch)
+                } catch is SupersededByRemoteValue {
+                    isSuperseded = true
+                }
                 let now = Date()
-                let (satisfied, wasPaused) = lock.withLock { machine.sendSucceeded(at: now) }
+                let (satisfied, wasPaused) = lock.withLock {
+                    machine.sendSucceeded(at: now, isSuperseded: isSuperseded)
+                }
                 if wasPaused { report(.sinkResumed, "delivered \(describe(batch)) after being paused") }
                 statisticsChanged()
                 for waiter in satisfied { waiter.continuation.resume() }

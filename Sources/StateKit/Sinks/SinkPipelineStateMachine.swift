@@ -254,12 +254,19 @@ struct SinkPipelineStateMachine<Value: Sendable> {
 
     /// The batch in flight was accepted at `now`. Returns the flushes it completes and whether
     /// the sink was paused until now (then reported resumed).
-    mutating func sendSucceeded(at now: Date) -> (waiters: [FlushWaiter], wasPaused: Bool) {
+    ///
+    /// - Parameter isSuperseded: The sink delivered nothing: a remote value replaced the batch
+    ///   (``SupersededByRemoteValue``), so it is counted as coalesced, not sent.
+    mutating func sendSucceeded(at now: Date, isSuperseded: Bool = false) -> (waiters: [FlushWaiter], wasPaused: Bool) {
         // A send that returns after the drain timeout stopped the pipeline: its batch was counted
         // as undelivered then, and nothing is left to deliver.
         guard phase != .stopped else { return ([], false) }
         let wasPaused = counters.isPaused
-        counters.sent += inFlight.count
+        if isSuperseded {
+            counters.coalesced += inFlight.count
+        } else {
+            counters.sent += inFlight.count
+        }
         counters.isPaused = false
         counters.lastError = nil
         counters.lastDeliveredAt = now

@@ -111,6 +111,7 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
             sendsCurrentValue: false
         )
         if let records { connectRemoteSinks(records: records, names: recordNames, instance: instance) }
+        for pipeline in pipelines { pipeline.start() }
     }
 
     /// Creates a container whose sinks are listed in a block.

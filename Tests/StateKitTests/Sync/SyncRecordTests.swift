@@ -126,6 +126,33 @@ import Testing
         #expect(sink.sent == sink.sent.sorted())
     }
 
+    @Test func whatAnOutboxKeptIsSentOnlyOnceTheSinkKnowsItsRecord() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let outbox = directory.url.appendingPathComponent("outbox")
+        // Before the fix, a pipeline started delivering the outbox's changes as it was made,
+        // before its container connected the sink: the sink sent them without its record.
+        for launch in 1...3 {
+            let key = "outboxed"
+            let offline = TestRemoteSink<Int>(offline: true)
+            do {
+                let state = SyncedState(0, key: key, storage: .file(directory.url)) {
+                    DurableOutbox(fileURL: outbox, wrapping: offline)
+                }
+                state.modify(launch)
+                await state.flush()
+            }
+            let online = TestRemoteSink<Int>(connectDelay: .milliseconds(100))
+            let state = SyncedState(0, key: key, storage: .file(directory.url)) {
+                DurableOutbox(fileURL: outbox, wrapping: online)
+            }
+            await state.flush()
+            #expect(online.sendsBeforeConnect == 0)
+            #expect(online.sent == [launch])
+            #expect(state.statistics[0].failed == 0)
+        }
+    }
+
     @Test func anOutboxAndANamePassTheChannelOn() throws {
         let directory = TemporaryDirectory()
         defer { directory.cleanUp() }

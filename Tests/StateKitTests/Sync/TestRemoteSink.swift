@@ -14,10 +14,15 @@ final class TestRemoteSink<Value: Sendable & Codable & Equatable>: RemoteSyncSin
     private var sentValues: [Value] = []
     private var received: [StateChange<Value>] = []
     private var isOffline: Bool
+    private var unconnectedSends = 0
+    private let connectDelay: Duration
 
     struct Offline: Error {}
 
-    init(offline: Bool = false, server: Value? = nil) {
+    /// - Parameter connectDelay: How long ``connect(_:)`` takes: time for a pipeline that was
+    ///   started too early to send first.
+    init(offline: Bool = false, server: Value? = nil, connectDelay: Duration = .zero) {
+        self.connectDelay = connectDelay
         var policy = SinkPolicy.latestValue
         policy.retry = RetryPolicy(initialDelay: .milliseconds(1), maximumDelay: .milliseconds(5), maximumAttempts: 2)
         policy.afterRepeatedFailures = .pauseAndKeep(retryEvery: .milliseconds(20))
@@ -28,6 +33,7 @@ final class TestRemoteSink<Value: Sendable & Codable & Equatable>: RemoteSyncSin
     }
 
     func connect(_ channel: RemoteChannel<Value>) {
+        if connectDelay > .zero { Thread.sleep(forTimeInterval: Double(connectDelay.components.attoseconds) / 1e18 + Double(connectDelay.components.seconds)) }
         lock.withLock { self.channel = channel }
     }
 
@@ -35,6 +41,8 @@ final class TestRemoteSink<Value: Sendable & Codable & Equatable>: RemoteSyncSin
     var sent: [Value] { lock.withLock { sentValues } }
     var changes: [StateChange<Value>] { lock.withLock { received } }
     var server: Value? { lock.withLock { serverValue } }
+    /// Sends that came before ``connect(_:)``: a remote sink that cannot know its record yet.
+    var sendsBeforeConnect: Int { lock.withLock { unconnectedSends } }
 
     func setOffline(_ offline: Bool) {
         lock.withLock { isOffline = offline }
@@ -43,6 +51,7 @@ final class TestRemoteSink<Value: Sendable & Codable & Equatable>: RemoteSyncSin
     func send(_ changes: [StateChange<Value>]) async throws {
         let (channel, offline) = lock.withLock {
             received += changes
+            if self.channel == nil { unconnectedSends += 1 }
             return (self.channel, isOffline)
         }
         if offline { throw Offline() }
