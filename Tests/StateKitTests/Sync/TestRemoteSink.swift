@@ -33,7 +33,10 @@ final class TestRemoteSink<Value: Sendable & Codable & Equatable>: RemoteSyncSin
     }
 
     func connect(_ channel: RemoteChannel<Value>) {
-        if connectDelay > .zero { Thread.sleep(forTimeInterval: Double(connectDelay.components.attoseconds) / 1e18 + Double(connectDelay.components.seconds)) }
+        if connectDelay > .zero {
+            let (seconds, attoseconds) = connectDelay.components
+            Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) / 1e18)
+        }
         lock.withLock { self.channel = channel }
     }
 
