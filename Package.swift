@@ -15,7 +15,7 @@ let package = Package(
         .target(name: "StateKitTesting", dependencies: ["StateKit"]),
         .target(name: "StateKitHTTP", dependencies: ["StateKit"]),
         .executableTarget(name: "statekit-demo", dependencies: ["StateKit", "StateKitHTTP"]),
-        .executableTarget(name: "statekit-sinks-helper", dependencies: ["StateKit"]),
+        .executableTarget(name: "statekit-sinks-helper", dependencies: ["StateKit", "StateKitHTTP"]),
         // A child process for the persistence tests (kill -9, round trips between processes).
         .executableTarget(name: "statekit-testhelper", dependencies: ["StateKit"]),
         .testTarget(

@@ -23,6 +23,18 @@ import StateKit
 //   statekit-sinks-helper idempotency-keys - <key> <count>
 //     makes <count> changes in a SyncedState without an outbox and prints the idempotency key of
 //     each change its sink received, one a line (a new launch: versions start again at 1).
+//   statekit-sinks-helper sync-offline-edit <directory> <key> <url> <outbox> <authorization>
+//     a persisted container in <directory> synced to <url> (HTTPSyncSink behind a DurableOutbox at
+//     <outbox>, every request with the Authorization field <authorization> unless it is "-"):
+//     syncs {"color":"teal"}, goes offline (every request fails before it is sent), writes
+//     {"color":"orange"}, prints "edited <version>" once it is saved, and waits to be killed (see
+//     LocalFirstSyncTests).
+//   statekit-sinks-helper sync-kill-at <directory> <key> <url> <step> <authorization>
+//     as sync-offline-edit without an outbox, but stops at <step> of the sync of orange, prints
+//     "at <step>" and waits to be killed. Steps: base-saved (teal synced), change-saved (orange
+//     saved offline, nothing sent), request-sent (the PUT of orange reached the server, its answer
+//     is never heard), answer-received (the answer came and the ETag is being read back, before
+//     the sync record is saved: only with a server that sends no ETag with a PUT, Apache).
 //   statekit-sinks-helper measure-modify - - <writes>
 //     prints the writer's modify latency with no sink and with a sink that takes 200 ms per batch
 //     (a measurement, not a test; build with -c release).
@@ -91,9 +103,10 @@ final class KeyCollector: @unchecked Sendable {
 }
 
 let arguments = CommandLine.arguments
-guard arguments.count == 5 else {
+guard arguments.count >= 5 else {
     FileHandle.standardError.write(
-        Data("usage: statekit-sinks-helper outbox-write|outbox-deliver <log> <key> <count|events>\n".utf8))
+        Data("usage: statekit-sinks-helper <mode> <log|directory> <key> <count|events|url> ... (see main.swift)\n".utf8)
+    )
     exit(64)
 }
 let log = URL(fileURLWithPath: arguments[2])
@@ -160,6 +173,19 @@ case "idempotency-keys":
     for value in 1...max(1, Int(arguments[4]) ?? 1) { state.modify(value) }
     await state.flush()
     print(keys.all.joined(separator: "\n"))
+case "sync-offline-edit" where arguments.count == 7:
+    let network = SyncNetwork(authorization: arguments[6])
+    let state = syncedPaint(
+        directory: arguments[2], key: key, url: arguments[4], network: network, outbox: arguments[5])
+    await editOffline(state, network: network)
+case "sync-kill-at" where arguments.count == 7:
+    guard let step = SyncStep(rawValue: arguments[5]) else {
+        FileHandle.standardError.write(Data("unknown step \(arguments[5])\n".utf8))
+        exit(64)
+    }
+    let network = SyncNetwork(authorization: arguments[6])
+    let state = syncedPaint(directory: arguments[2], key: key, url: arguments[4], network: network, outbox: nil)
+    await stop(at: step, state, key: key, directory: arguments[2], network: network)
 case "measure-modify":
     await ModifyLatency.run(writes: Int(arguments[4]) ?? 100_000)
 default:

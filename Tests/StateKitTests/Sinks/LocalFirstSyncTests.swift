@@ -1,0 +1,415 @@
+import Foundation
+import StateKit
+import StateKitHTTP
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Local-first sync across launches (semantics 16–18) against the real servers of the conformance
+/// matrix: a persisted container, relaunched in this process over the same directory after the
+/// earlier one is released, or after a child process holding it was killed with kill -9.
+///
+/// The story of every test: the user's value `teal` is synced, then edited to `orange` while
+/// offline; meanwhile another device may write `green` to the server.
+@Suite(.timeLimit(.minutes(3)), .serialized) struct LocalFirstSyncTests {
+    /// The value edited; the same JSON (`{"color":"…"}`) as the sinks helper's.
+    struct Paint: Codable, Equatable, Sendable, CustomStringConvertible {
+        var color: String
+
+        var description: String { color }
+    }
+
+    static let teal = Paint(color: "teal")
+    static let orange = Paint(color: "orange")
+    static let green = Paint(color: "green")
+
+    /// A request as the sink's `prepare` got it, just before it was sent.
+    struct SentRequest: Sendable, CustomStringConvertible {
+        var method: String
+        var ifMatch: String?
+        var ifNoneMatch: String?
+        var body: Paint?
+
+        var description: String {
+            "\(method) If-Match: \(ifMatch ?? "-") If-None-Match: \(ifNoneMatch ?? "-") \(body?.color ?? "")"
+        }
+    }
+
+    /// The network a launch's sink sees: each request is recorded; offline, each fails before it
+    /// is sent.
+    final class SimulatedNetwork: Sendable {
+        struct Offline: Error {}
+
+        let isOffline: Bool
+        let requests = Collector<SentRequest>()
+
+        init(isOffline: Bool = false) {
+            self.isOffline = isOffline
+        }
+
+        var puts: [SentRequest] { requests.all.filter { $0.method == "PUT" } }
+    }
+
+    /// How a kill -9 test's child stops (the `sync-kill-at` steps of the sinks helper).
+    enum KillStep: String, CaseIterable, Sendable {
+        case baseSaved = "base-saved"
+        case changeSaved = "change-saved"
+        case requestSent = "request-sent"
+        case answerReceived = "answer-received"
+
+        /// What the user last wrote when the child was killed at this step.
+        var userValue: Paint { self == .baseSaved ? LocalFirstSyncTests.teal : LocalFirstSyncTests.orange }
+    }
+
+    /// Every server with every step; "answer received" is a step of its own only where the sink
+    /// makes a request between the answer and saving the record: Apache, whose `PUT` answer has no
+    /// `ETag`, so the sink reads it back. Wsgidav and moto send one, and the sink saves the record
+    /// right after the answer with no request in between to stop at; the state a kill leaves
+    /// there on disk (value saved, record unsent, the server holding the value) is the one of
+    /// "request sent".
+    static let killPoints: [(RealHTTPServer.Kind, KillStep)] = RealHTTPServer.Kind.allCases.flatMap { kind in
+        KillStep.allCases.filter { $0 != .answerReceived || kind == .apache }.map { (kind, $0) }
+    }
+
+    init() { DiagnosticsRecorder.start() }
+
+    // MARK: Helpers
+
+    /// Runs `body` with a fresh server of `kind` and a fresh directory, or skips (loudly) when the
+    /// server is not installed.
+    private func with(
+        _ kind: RealHTTPServer.Kind, _ body: (RealHTTPServer, URL) async throws -> Void
+    ) async throws {
+        guard let server = try await RealHTTPServer.start(kind) else { return }
+        let directory = TemporaryDirectory()
+        defer {
+            server.stop()
+            directory.cleanUp()
+        }
+        try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
+        try await body(server, directory.url)
+    }
+
+    /// An `HTTPSyncSink` to `url` over `network`. Online it retries fast and gives up after three
+    /// attempts; offline it pauses (as by default) and, once its container is released, stops after
+    /// a short drain.
+    private func sink(
+        _ server: RealHTTPServer, _ url: URL, _ network: SimulatedNetwork,
+        _ conflictPolicy: SyncConflictPolicy<Paint> = .serverWins, loadsOnStart: Bool = true
+    ) -> HTTPSyncSink<Paint> {
+        var policy = SinkPolicy.latestValue
+        policy.retry = RetryPolicy(initialDelay: .milliseconds(1), maximumDelay: .milliseconds(10), maximumAttempts: 3)
+        policy.afterRepeatedFailures = network.isOffline ? .pauseAndKeep(retryEvery: .seconds(60)) : .giveUpAndReport
+        policy.drainTimeout = .milliseconds(200)
+        let headers = server.headers
+        return HTTPSyncSink(
+            endpoint: url, timeout: .seconds(10), conflictPolicy: conflictPolicy, loadsOnStart: loadsOnStart,
+            policy: policy
+        ) { request in
+            for (field, value) in headers { request.setValue(value, forHTTPHeaderField: field) }
+            network.requests.append(
+                SentRequest(
+                    method: request.httpMethod ?? "?", ifMatch: request.value(forHTTPHeaderField: "If-Match"),
+                    ifNoneMatch: request.value(forHTTPHeaderField: "If-None-Match"),
+                    body: request.httpBody.flatMap { try? JSONDecoder().decode(Paint.self, from: $0) }))
+            if network.isOffline { throw SimulatedNetwork.Offline() }
+        }
+    }
+
+    /// A launch: the persisted container of `key` in `directory` with `sinks`.
+    private func launch(_ key: String, _ directory: URL, _ sinks: [any StateSink<Paint>]) -> SyncedState<Paint> {
+        SyncedState(Paint(color: "none"), key: key, storage: .file(directory), sinks: sinks)
+    }
+
+    /// Launch 1, online: writes `teal` and syncs it; returns the server's `ETag` for it.
+    private func syncTeal(
+        _ server: RealHTTPServer, _ url: URL, _ key: String, _ directory: URL
+    ) async throws -> String {
+        let state = launch(key, directory, [sink(server, url, SimulatedNetwork())])
+        state.modify(Self.teal)
+        #expect(await state.flush(timeout: .seconds(20)))
+        #expect(state.statistics[0].sent == 1)
+        #expect(try await serverValue(server, url) == Self.teal)
+        return try #require(try await server.request("GET", url).etag)
+    }
+
+    /// Launch 2, offline: writes `orange`, then releases the container and waits until its sink
+    /// is gone (its pipeline stopped), so that nothing of it outlives the launch.
+    private func editOffline(_ server: RealHTTPServer, _ url: URL, _ key: String, _ directory: URL) async {
+        weak var releasedNetwork: SimulatedNetwork?
+        weak var releasedState: SyncedState<Paint>?
+        do {
+            let network = SimulatedNetwork(isOffline: true)
+            releasedNetwork = network
+            let state = launch(key, directory, [sink(server, url, network)])
+            releasedState = state
+            #expect(state.value == Self.teal)
+            state.modify(Self.orange)
+            #expect(await state.flush(timeout: .seconds(20)))  // saved; the sink paused after failing
+            #expect(state.statistics[0].sent == 0)
+            #expect(state.statistics[0].pending == 1)
+            #expect(!network.requests.all.isEmpty)
+        }
+        await eventually("the offline launch's container to be released") { releasedState == nil }
+        await eventually("the offline launch's sink to stop") { releasedNetwork == nil }
+    }
+
+    /// The sync record on disk (the container has one remote sink, so one record).
+    private func storedRecord(_ key: String, _ directory: URL) throws -> SyncRecord? {
+        struct Stored: Decodable { var records: [String: SyncRecord] }
+        guard let data = try FileStateStorage(directory: directory).load(forKey: key + ".sync-record") else {
+            return nil
+        }
+        let records = try JSONDecoder().decode(Stored.self, from: data).records
+        #expect(records.count == 1)
+        return records.values.first
+    }
+
+    private func serverValue(_ server: RealHTTPServer, _ url: URL) async throws -> Paint? {
+        let (status, body, _) = try await server.request("GET", url)
+        return status == 200 ? try JSONDecoder().decode(Paint.self, from: body) : nil
+    }
+
+    /// Another device writes `value` straight to the server.
+    private func otherDeviceWrites(_ value: Paint, _ server: RealHTTPServer, _ url: URL) async throws {
+        let written = try await server.request("PUT", url, body: try JSONEncoder().encode(value))
+        #expect((200..<300).contains(written.status))
+    }
+
+    private func diagnostics(_ kind: StateDiagnostic.Kind, _ key: String) -> [StateDiagnostic] {
+        DiagnosticsRecorder.diagnostics(involving: key).filter { $0.kind == kind }
+    }
+
+    /// Polls `condition` every 10 ms until it holds, for at most `seconds`.
+    private func eventually(
+        _ what: String, seconds: Double = 10, sourceLocation: SourceLocation = #_sourceLocation,
+        _ condition: () -> Bool
+    ) async {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while !condition() && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(condition(), "timed out after \(seconds) s waiting for \(what)", sourceLocation: sourceLocation)
+    }
+
+    // MARK: Tests
+
+    @Test(arguments: RealHTTPServer.Kind.allCases)
+    func aFirstLaunchLoadsTheServersValueAsARemoteChangeAndTheNextOneGetsA304(kind: RealHTTPServer.Kind) async throws {
+        try await with(kind) { server, directory async throws in
+            let url = server.resource()
+            let key = uniqueKey()
+            try await otherDeviceWrites(Self.green, server, url)
+            let etag = try #require(try await server.request("GET", url).etag)
+            do {
+                let network = SimulatedNetwork()
+                let changes = Collector<StateChange<Paint>>()
+                let remote = sink(server, url, network)
+                let state = launch(
+                    key, directory, [remote, ClosureSink<Paint> { for change in $0 { changes.append(change) } }])
+                await eventually("the server's value to load") { state.value == Self.green }
+                _ = await remote.currentETag  // the load at start has finished
+                #expect(await state.flush(timeout: .seconds(20)))
+                #expect(state.statistics[0].sent == 0)
+                #expect(changes.all.map(\.newValue) == [Self.green])
+                #expect(changes.all.map(\.origin) == [.remote])
+                #expect(network.requests.all.map(\.method) == ["GET"])
+                let agreed = SyncRecord(base: try JSONEncoder().encode(Self.green), validator: etag)
+                #expect(try storedRecord(key, directory) == agreed)
+            }
+
+            let network = SimulatedNetwork()
+            let changes = Collector<StateChange<Paint>>()
+            let remote = sink(server, url, network)
+            let state = launch(
+                key, directory, [remote, ClosureSink<Paint> { for change in $0 { changes.append(change) } }])
+            await eventually("the load at start") { network.requests.count == 1 }
+            _ = await remote.currentETag
+            #expect(await state.flush(timeout: .seconds(20)))
+            let requests = network.requests.all
+            #expect(requests.map(\.method) == ["GET"])
+            #expect(requests.first?.ifNoneMatch == etag)
+            let replayed = try await server.request("GET", url, headers: ["If-None-Match": etag])
+            #expect(replayed.status == 304)
+            #expect(state.value == Self.green)
+            #expect(changes.all.isEmpty)
+            #expect(state.statistics[0].sent == 0)
+        }
+    }
+
+    @Test(arguments: RealHTTPServer.Kind.allCases)
+    func anOfflineEditIsSentOnTheRememberedETagAtTheNextLaunch(kind: RealHTTPServer.Kind) async throws {
+        try await with(kind) { server, directory async throws in
+            let url = server.resource()
+            let key = uniqueKey()
+            let tealETag = try await syncTeal(server, url, key, directory)
+            await editOffline(server, url, key, directory)
+            let record = try #require(try storedRecord(key, directory))
+            #expect(record.hasUnsentChanges)
+            #expect(record.validator == tealETag)
+            #expect(record.base == (try JSONEncoder().encode(Self.teal)))
+
+            let network = SimulatedNetwork()
+            let state = launch(key, directory, [sink(server, url, network)])
+            #expect(await state.flush(timeout: .seconds(20)))
+            #expect(try await serverValue(server, url) == Self.orange)
+            #expect(state.value == Self.orange)
+            #expect(network.puts.map(\.ifMatch) == [tealETag], "\(network.requests.all)")
+            #expect(network.requests.all.allSatisfy { $0.ifNoneMatch != "*" }, "\(network.requests.all)")
+            #expect(diagnostics(.localChangesDiscarded, key).isEmpty)
+            #expect(state.statistics[0].sent == 1)
+            #expect(state.statistics[0].failed == 0)
+            #expect(try storedRecord(key, directory)?.hasUnsentChanges == false)
+        }
+    }
+
+    @Test(arguments: RealHTTPServer.Kind.allCases)
+    func serverWinsOverAnOfflineEditTakesTheOtherDevicesValueAndReportsTheDiscard(
+        kind: RealHTTPServer.Kind
+    ) async throws {
+        try await with(kind) { server, directory async throws in
+            let url = server.resource()
+            let key = uniqueKey()
+            _ = try await syncTeal(server, url, key, directory)
+            await editOffline(server, url, key, directory)
+            try await otherDeviceWrites(Self.green, server, url)
+
+            let network = SimulatedNetwork()
+            let remote = sink(server, url, network, .serverWins)
+            let state = launch(key, directory, [remote])
+            await eventually("the server's value to win") { state.value == Self.green }
+            _ = await remote.currentETag
+            #expect(await state.flush(timeout: .seconds(20)))
+            #expect(state.value == Self.green)
+            #expect(try await serverValue(server, url) == Self.green)
+            let discarded = diagnostics(.localChangesDiscarded, key)
+            #expect(discarded.count == 1)
+            #expect(discarded.first?.keys == [key])
+            #expect(network.puts.isEmpty, "\(network.requests.all)")
+            // The server never took orange: it is not counted as sent.
+            #expect(state.statistics[0].sent == 0)
+            #expect(state.statistics[0].failed == 0)
+            #expect(try storedRecord(key, directory)?.hasUnsentChanges == false)
+        }
+    }
+
+    @Test(arguments: RealHTTPServer.Kind.allCases)
+    func mergeOfAnOfflineEditGetsTheTrueBaseAndTheMergeReachesTheServer(kind: RealHTTPServer.Kind) async throws {
+        try await with(kind) { server, directory async throws in
+            let url = server.resource()
+            let key = uniqueKey()
+            _ = try await syncTeal(server, url, key, directory)
+            await editOffline(server, url, key, directory)
+            try await otherDeviceWrites(Self.green, server, url)
+            let greenETag = try #require(try await server.request("GET", url).etag)
+
+            let merges = Collector<[Paint?]>()
+            let merge = SyncConflictPolicy<Paint>.merge { base, local, remote in
+                merges.append([base, local, remote])
+                return Paint(color: "\(local.color) over \(remote.color)")
+            }
+            let merged = Paint(color: "orange over green")
+            let network = SimulatedNetwork()
+            let state = launch(key, directory, [sink(server, url, network, merge)])
+            #expect(await state.flush(timeout: .seconds(20)))
+            #expect(await state.flush(timeout: .seconds(20)))  // a merge made while loading is sent next
+            #expect(merges.all == [[Self.teal, Self.orange, Self.green]])
+            #expect(try await serverValue(server, url) == merged)
+            #expect(state.value == merged)
+            #expect(network.puts.map(\.body) == [merged], "\(network.requests.all)")
+            #expect(network.puts.map(\.ifMatch) == [greenETag], "\(network.requests.all)")
+            #expect(diagnostics(.localChangesDiscarded, key).isEmpty)
+            #expect(state.statistics[0].failed == 0)
+            #expect(try storedRecord(key, directory)?.hasUnsentChanges == false)
+        }
+    }
+
+    @Test(arguments: RealHTTPServer.Kind.allCases)
+    func anEditLoggedInAnOutboxOfAKilledProcessReachesTheServerAtTheNextLaunch(
+        kind: RealHTTPServer.Kind
+    ) async throws {
+        try await with(kind) { server, directory async throws in
+            let url = server.resource()
+            let key = uniqueKey()
+            let outbox = directory.appending(path: "paint.outbox")
+            let child = try await SinksHelper.launch([
+                "sync-offline-edit", directory.path, key, url.absoluteString, outbox.path,
+                server.headers["Authorization"] ?? "-",
+            ])
+            #expect(child.firstLine.hasPrefix("edited "))
+            await child.kill()
+            #expect(child.process.terminationReason == .uncaughtSignal)
+            #expect(try await serverValue(server, url) == Self.teal)
+            let tealETag = try #require(try await server.request("GET", url).etag)
+            #expect(try storedRecord(key, directory)?.hasUnsentChanges == true)
+
+            let network = SimulatedNetwork()
+            let state = launch(key, directory, [DurableOutbox(fileURL: outbox, wrapping: sink(server, url, network))])
+            #expect(await state.flush(timeout: .seconds(20)))
+            #expect(try await serverValue(server, url) == Self.orange)
+            #expect(state.value == Self.orange)
+            #expect(network.puts.map(\.ifMatch) == [tealETag], "\(network.requests.all)")
+            #expect(network.requests.all.allSatisfy { $0.ifNoneMatch != "*" }, "\(network.requests.all)")
+            #expect(diagnostics(.localChangesDiscarded, key).isEmpty)
+            #expect(state.statistics[0].sent == 1)
+            #expect(state.statistics[0].failed == 0)
+        }
+    }
+
+    @Test(arguments: killPoints)
+    func aKillAtAnyStepOfASyncLosesNothingAtTheNextLaunch(kind: RealHTTPServer.Kind, step: KillStep) async throws {
+        try await with(kind) { server, directory async throws in
+            let url = server.resource()
+            let key = uniqueKey()
+            let child = try await SinksHelper.launch([
+                "sync-kill-at", directory.path, key, url.absoluteString, step.rawValue,
+                server.headers["Authorization"] ?? "-",
+            ])
+            #expect(child.firstLine == "at \(step.rawValue)")
+            await child.kill()
+            #expect(child.process.terminationReason == .uncaughtSignal)
+            let serverHeld = try #require(try await serverValue(server, url))
+            #expect(serverHeld == ([.baseSaved, .changeSaved].contains(step) ? Self.teal : Self.orange))
+            let record = try #require(try storedRecord(key, directory))
+            #expect(record.hasUnsentChanges == (step != .baseSaved))
+            #expect(record.base == (try JSONEncoder().encode(Self.teal)))
+            let recordedETag = try #require(record.validator)
+
+            // After "request sent", the relaunch does not load first, so its PUT meets the 412 and
+            // its read finds the bytes it sends; with the load at start (the other steps), the
+            // load finds them.
+            let network = SimulatedNetwork()
+            let remote = sink(server, url, network, loadsOnStart: step != .requestSent)
+            let state = launch(key, directory, [remote])
+            #expect(await state.flush(timeout: .seconds(20)))
+            await eventually("the first request") { !network.requests.all.isEmpty }
+            _ = await remote.currentETag  // the load at start has finished
+            #expect(state.value == step.userValue)
+            #expect(try await serverValue(server, url) == step.userValue)
+            let requests = network.requests.all
+            switch step {
+            case .baseSaved:
+                #expect(requests.map(\.method) == ["GET"], "\(requests)")
+                #expect(requests.first?.ifNoneMatch == recordedETag)
+                let replayed = try await server.request("GET", url, headers: ["If-None-Match": recordedETag])
+                #expect(replayed.status == 304)
+            case .changeSaved:
+                #expect(network.puts.map(\.ifMatch) == [recordedETag], "\(requests)")
+                #expect(network.puts.map(\.body) == [Self.orange])
+            case .requestSent:
+                #expect(network.puts.map(\.ifMatch) == [recordedETag], "\(requests)")
+                #expect(requests.dropFirst().first?.method == "GET", "\(requests)")  // 412: read the server
+            case .answerReceived:
+                #expect(requests.map(\.method) == ["GET"], "\(requests)")
+                #expect(requests.first?.ifNoneMatch == recordedETag)
+            }
+            #expect(requests.allSatisfy { $0.ifNoneMatch != "*" }, "\(requests)")
+            #expect(diagnostics(.localChangesDiscarded, key).isEmpty)
+            #expect(diagnostics(.syncConflictUnresolved, key).isEmpty)
+            #expect(state.statistics[0].failed == 0)
+            #expect(try storedRecord(key, directory)?.hasUnsentChanges == false)
+        }
+    }
+}
