@@ -53,8 +53,9 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
     /// The newest version the server reflects; used only without a container (no sync record).
     private var agreedVersion: UInt64 = 0
     private var hasLoaded = false
-    /// Whether `.serverWins` discarded the local value during the current push.
-    private var discardedLocalValue = false
+    /// The newest container version whose local changes `.serverWins` discarded: a change up to
+    /// it was never delivered.
+    private var discardedThrough: UInt64?
 
     init(configuration: Configuration, sessionConfiguration: URLSessionConfiguration) {
         self.configuration = configuration
@@ -112,14 +113,14 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
                 return try await write(change.newValue, version: change.version, change: change)
             }
             adoptRecord()
-            discardedLocalValue = false
             if configuration.loadsOnStart && !hasLoaded { try await pullInGate() }
             // The newest value, unless the server already holds it (sent, or taken from it).
             if channel.syncRecord.hasUnsentChanges, let current = channel.current {
                 try await write(current.value, version: current.version, change: change)
             }
-            // What the server's value replaced was not delivered: not counted as sent.
-            if discardedLocalValue { throw SupersededByRemoteValue() }
+            // A change the server's value replaced (at launch, on a pull, or just now) was not
+            // delivered: not counted as sent.
+            if let discardedThrough, change.version <= discardedThrough { throw SupersededByRemoteValue() }
         }
     }
 
@@ -182,10 +183,10 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
                     if let baseData, data == baseData { continue }
                     switch configuration.conflictPolicy {
                     case .serverWins:
-                        reportDiscarded(local, for: remote)
                         base = remote
                         baseData = data
                         let applied = connected?.applyRemote(remote)
+                        reportDiscarded(local, through: applied.map { $0 - 1 } ?? version)
                         agreedVersion = max(agreedVersion, applied ?? version)
                         connected?.recordAgreement(base: data, validator: remoteETag, atVersion: applied ?? version)
                         return
@@ -236,8 +237,8 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
     }
 
     /// Reports the local changes a ``SyncConflictPolicy/serverWins`` conflict throws away.
-    private func reportDiscarded(_ local: Value, for remote: Value) {
-        discardedLocalValue = true
+    private func reportDiscarded(_ local: Value, through version: UInt64) {
+        discardedThrough = max(discardedThrough ?? 0, version)
         let described = String(describing: local)
         StateDiagnostics.report(
             StateDiagnostic(
@@ -309,10 +310,10 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
             if let baseData, data == baseData { return }
             switch configuration.conflictPolicy {
             case .serverWins:
-                reportDiscarded(current.value, for: remote)
                 base = remote
                 baseData = data
                 let applied = channel.applyRemote(remote)
+                reportDiscarded(current.value, through: applied.map { $0 - 1 } ?? current.version)
                 channel.recordAgreement(base: data, validator: remoteETag, atVersion: applied ?? current.version)
             case .clientWins:
                 base = remote
