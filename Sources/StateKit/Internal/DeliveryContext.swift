@@ -149,7 +149,13 @@ struct DeliveryContext {
     /// The calling thread's context, created on first use.
     @inlinable
     static var current: DeliveryContext {
-        if let pointer = pthread_getspecific(threadKey) {
+        current(key: threadKey)
+    }
+
+    /// The calling thread's context, given ``threadKey`` (which a container keeps in a field).
+    @inlinable
+    static func current(key: pthread_key_t) -> DeliveryContext {
+        if let pointer = pthread_getspecific(key) {
             return DeliveryContext(fields: pointer.assumingMemoryBound(to: Fields.self))
         }
         return makeCurrent()

@@ -10,13 +10,16 @@ import Musl
 import Bionic
 #endif
 
-/// A mutual-exclusion lock: `os_unfair_lock` on Darwin; elsewhere a count taken with one atomic
-/// operation and a semaphore that only contended threads touch (a "benaphore").
+/// A mutual-exclusion lock: `os_unfair_lock` on Darwin; elsewhere an atomic state word and a
+/// semaphore that only contended threads touch.
 ///
-/// Uncontended, `lock()` and `unlock()` are one atomic add each, inlined into the caller, where a
-/// `pthread_mutex_t` cost two calls and ~55 instructions a pair on every read and write.
-/// Contended, a thread that finds the lock taken waits on the semaphore, and `unlock()` posts it
-/// only when someone waits. ThreadSanitizer sees both: the atomic operations are compiled into
+/// Uncontended, `lock()` is one compare-and-swap and `unlock()` one exchange, inlined into the
+/// caller, where a `pthread_mutex_t` cost two calls and ~55 instructions a pair on every read and
+/// write. Contended, a thread spins briefly, then marks the lock contended and sleeps on the
+/// semaphore; `unlock()` posts it only when the lock was marked. A woken thread competes for the
+/// lock again rather than being handed it, as a `pthread_mutex_t`'s waiter does: a hand-over
+/// would make every writer of a busy container wait for a sleeping thread to be scheduled (a
+/// lock convoy). ThreadSanitizer sees both halves: the atomic operations are compiled into
 /// StateKit (unlike `Synchronization.Mutex`'s, which it cannot see on Linux and reports false
 /// races for) and it intercepts the semaphore. Debug builds on Linux record the owning thread, so
 /// re-entering a container's lock (writing to a container from inside its own `modify` body)
@@ -27,10 +30,10 @@ final class Lock {
     @usableFromInline
     let mutex: UnsafeMutablePointer<os_unfair_lock>
     #else
-    /// Threads holding or waiting for the lock.
+    /// 0 free, 1 taken, 2 taken and a thread may be asleep waiting for it.
     @usableFromInline
-    let count = Atomic<Int>(0)
-    /// Where waiting threads sleep; posted once per waiter by `unlock()`.
+    let state = Atomic<UInt32>(0)
+    /// Where waiting threads sleep; posted by an `unlock()` that finds the lock marked contended.
     @usableFromInline
     let waiters: UnsafeMutablePointer<sem_t>
     #if DEBUG && canImport(Glibc)
@@ -72,7 +75,7 @@ final class Lock {
             owner.load(ordering: .relaxed) != pthread_self(),
             "StateKit: lock re-entered; a container must not be written from inside its own modify body")
         #endif
-        if count.wrappingAdd(1, ordering: .acquiring).oldValue != 0 { waitForTurn() }
+        if !state.compareExchange(expected: 0, desired: 1, ordering: .acquiring).exchanged { lockContended() }
         #if DEBUG && canImport(Glibc)
         owner.store(pthread_self(), ordering: .relaxed)
         #endif
@@ -87,22 +90,34 @@ final class Lock {
         #if DEBUG && canImport(Glibc)
         owner.store(0, ordering: .relaxed)
         #endif
-        if count.wrappingSubtract(1, ordering: .releasing).oldValue != 1 { handOver() }
+        if state.exchange(0, ordering: .releasing) == 2 { wakeOne() }
         #endif
     }
 
     #if !canImport(os)
-    /// Sleeps until an `unlock()` hands the lock over.
+    /// Takes the lock from another thread: spins while it may be released soon, then sleeps until
+    /// an `unlock()` wakes a waiter, and competes for it again each time.
     @usableFromInline
-    func waitForTurn() {
-        while sem_wait(waiters) != 0 {
-            precondition(errno == EINTR, "sem_wait failed: \(errno)")
+    func lockContended() {
+        for _ in 0..<64 {
+            if state.load(ordering: .relaxed) == 0,
+                state.compareExchange(expected: 0, desired: 1, ordering: .acquiring).exchanged
+            {
+                return
+            }
+        }
+        // Taken as 2 even when no one else waits: the unlock then posts once for nothing, and a
+        // later waiter's sleep returns at once and it tries again.
+        while state.exchange(2, ordering: .acquiring) != 0 {
+            while sem_wait(waiters) != 0 {
+                precondition(errno == EINTR, "sem_wait failed: \(errno)")
+            }
         }
     }
 
-    /// Wakes one waiting thread, which now holds the lock.
+    /// Wakes one thread waiting for the lock, to compete for it.
     @usableFromInline
-    func handOver() {
+    func wakeOne() {
         let error = sem_post(waiters)
         precondition(error == 0, "sem_post failed: \(errno)")
     }

@@ -23,7 +23,7 @@ extension State {
     /// ``scheduleChangeAndUnlock(oldValue:announcedByHand:origin:in:)``.
     @inlinable
     final func publishAndUnlock(oldValue: Value?, announcedByHand: Bool = false, origin: ChangeOrigin = .local) {
-        let context = DeliveryContext.current
+        let context = DeliveryContext.current(key: deliveryKey)
         guard !context.isDelivering && mayClaimLocked else {
             scheduleChangeAndUnlock(oldValue: oldValue, announcedByHand: announcedByHand, origin: origin, in: context)
             return
