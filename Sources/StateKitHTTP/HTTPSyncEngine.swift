@@ -116,7 +116,10 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
             if configuration.loadsOnStart && !hasLoaded { try await pullInGate() }
             // The newest value, unless the server already holds it (sent, or taken from it).
             if channel.syncRecord.hasUnsentChanges, let current = channel.current {
-                try await write(current.value, version: current.version, change: change)
+                // The change's own value when the container holds none newer: what an outbox
+                // replays into a container that does not keep its value.
+                let value = change.version >= current.version ? change.newValue : current.value
+                try await write(value, version: current.version, change: change)
             }
             // A change the server's value replaced (at launch, on a pull, or just now) was not
             // delivered: not counted as sent.

@@ -35,6 +35,9 @@ import Foundation
 /// - **Crashes, not power loss**, unless `synchronizesEachRecord` is `true` (an `fsync` per change).
 ///
 /// The outbox does not restore the container's value (that is persistence's job), only its version.
+/// Around a remote-sync sink in a container without storage, it keeps the sink's ``SyncRecord``
+/// beside its log (`<key>.sync-record.json`), so a replayed change goes out on the `ETag` it was
+/// made against.
 /// It logs each change on the writer's thread, under the container's lock: writes to an outboxed
 /// container cost a file append.
 ///
@@ -134,6 +137,8 @@ extension DurableOutbox: LogBackedSink {
         lock.withLock { attachment }?.log.lastRecordedVersion ?? 0
     }
 
+    var logFileURL: URL { fileURL }
+
     func release() {
         guard let (log, owner) = lock.withLock({ attachment }) else { return }
         log.release(owner)
@@ -160,6 +165,8 @@ protocol LogBackedSink<Value>: StateSink {
     func changes(from version: UInt64, maximumCount: Int) -> [StateChange<Value>]
     /// The last version logged.
     var lastRecordedVersion: UInt64 { get }
+    /// The log's file: a container without storage keeps its sync records beside it.
+    var logFileURL: URL { get }
     /// Tells the log its container was released, so another may take it over.
     func release()
 }

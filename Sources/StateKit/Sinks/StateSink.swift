@@ -1,3 +1,5 @@
+import Foundation
+
 /// A destination for a container's changes: an analytics SDK, a remote server, a log.
 ///
 /// ``SyncedState`` hands each of its sinks ordered batches of changes from a delivery task of
@@ -105,6 +107,8 @@ extension NamedSink: LogBackedSink where Base: LogBackedSink {
     }
 
     var lastRecordedVersion: UInt64 { base.lastRecordedVersion }
+
+    var logFileURL: URL { base.logFileURL }
 
     func release() {
         base.release()

@@ -80,9 +80,14 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
         self.pipelines = pipelines
         self.persistence = persistence
         let recordNames = Self.recordNames(of: sinks)
+        // Without storage, the records of remote sinks behind an outbox are kept beside its log:
+        // what it replays at the next launch must go out on the ETag it was made against.
+        let outbox = sinks.lazy.compactMap { $0 as? any LogBackedSink<Value> }.first { $0 is any RemoteSyncSink<Value> }
+        let recordStorage =
+            storage ?? outbox.map { FileStateStorage(directory: $0.logFileURL.deletingLastPathComponent()) }
         let records =
             recordNames.isEmpty
-            ? nil : SyncRecordStore(key: key, storage: storage, names: recordNames.compactMap { $0 })
+            ? nil : SyncRecordStore(key: key, storage: recordStorage, names: recordNames.compactMap { $0 })
         super.init(defaultValue, key: key, joining: persistence)
         let logs = openings.compactMap { $0?.log }
         lock.withLock {

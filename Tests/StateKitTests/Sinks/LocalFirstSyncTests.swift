@@ -358,6 +358,50 @@ import FoundationNetworking
         }
     }
 
+    @Test(arguments: RealHTTPServer.Kind.allCases)
+    func anOutboxedEditOfAContainerWithoutStorageIsSentOnTheRememberedETag(kind: RealHTTPServer.Kind) async throws {
+        try await with(kind) { server, directory async throws in
+            let url = server.resource()
+            let key = uniqueKey()
+            let outbox = directory.appending(path: "paint.outbox")
+            func launch(_ network: SimulatedNetwork) -> SyncedState<Paint> {
+                SyncedState(Paint(color: "none"), key: key) {
+                    DurableOutbox(fileURL: outbox, wrapping: sink(server, url, network))
+                }
+            }
+            do {
+                let state = launch(SimulatedNetwork())
+                state.modify(Self.teal)
+                #expect(await state.flush(timeout: .seconds(20)))
+            }
+            let tealETag = try #require(try await server.request("GET", url).etag)
+            weak var releasedNetwork: SimulatedNetwork?
+            do {
+                let network = SimulatedNetwork(isOffline: true)
+                releasedNetwork = network
+                let state = launch(network)
+                state.modify(Self.orange)
+                await state.flush()
+            }
+            await eventually("the offline launch's sink to stop") { releasedNetwork == nil }
+
+            // The container keeps no value, so its outbox delivers the change it logged: the
+            // logged value, on the ETag remembered beside the outbox. Before, the relaunch sent
+            // the container's default value, or, knowing no ETag, created with If-None-Match: *,
+            // was refused, and .serverWins dropped the edit.
+            let network = SimulatedNetwork()
+            let state = launch(network)
+            #expect(await state.flush(timeout: .seconds(20)))
+            #expect(try await serverValue(server, url) == Self.orange)
+            #expect(network.puts.map(\.ifMatch) == [tealETag], "\(network.requests.all)")
+            #expect(network.puts.map(\.body) == [Self.orange], "\(network.requests.all)")
+            #expect(network.requests.all.allSatisfy { $0.ifNoneMatch != "*" }, "\(network.requests.all)")
+            #expect(diagnostics(.localChangesDiscarded, key).isEmpty)
+            #expect(state.statistics[0].sent == 1)
+            #expect(state.statistics[0].failed == 0)
+        }
+    }
+
     @Test(arguments: killPoints)
     func aKillAtAnyStepOfASyncLosesNothingAtTheNextLaunch(kind: RealHTTPServer.Kind, step: KillStep) async throws {
         try await with(kind) { server, directory async throws in
