@@ -104,7 +104,9 @@ extension State {
         if !audience.projections.isEmpty {
             withUnsafePointer(to: change.newValue) { root in
                 for group in audience.projections where group.createdVersion < change.version {
-                    group.evaluate(root, version: change.version, timestamp: change.timestamp, depth: change.depth)
+                    group.evaluate(
+                        root, version: change.version, timestamp: change.timestamp, depth: change.depth,
+                        origin: change.changeOrigin)
                 }
             }
         }

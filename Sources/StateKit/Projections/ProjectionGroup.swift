@@ -35,7 +35,9 @@ class ProjectionGroup<Root>: ProjectionGroupBase {
     /// Reads the group's part of the value at `root` and, if it changed, tells the group's
     /// subscribers. The value is passed by pointer so that a thousand groups share one copy.
     @usableFromInline
-    func evaluate(_ root: UnsafePointer<Root>, version: UInt64, timestamp: Date?, depth: Int) {
+    func evaluate(
+        _ root: UnsafePointer<Root>, version: UInt64, timestamp: Date?, depth: Int, origin: ChangeOrigin
+    ) {
         fatalError("abstract")
     }
 }
@@ -77,7 +79,9 @@ final class KeyPathGroup<Root, Part: Equatable>: ProjectionGroup<Root> {
         return Array(released)
     }
 
-    override func evaluate(_ root: UnsafePointer<Root>, version: UInt64, timestamp: Date?, depth: Int) {
+    override func evaluate(
+        _ root: UnsafePointer<Root>, version: UInt64, timestamp: Date?, depth: Int, origin: ChangeOrigin
+    ) {
         let part = reader.read(at: root)
         if part == last { return }
         let oldPart = last
@@ -88,7 +92,8 @@ final class KeyPathGroup<Root, Part: Equatable>: ProjectionGroup<Root> {
         for subscriber in subscribers where subscriber.startVersion < version {
             subscriber.receive(
                 StateChange(
-                    key: key, oldValue: oldPart, newValue: part, version: version, timestamp: timestamp ?? Date()),
+                    key: key, oldValue: oldPart, newValue: part, version: version, timestamp: timestamp ?? Date(),
+                    origin: origin),
                 value: part,
                 depth: depth,
                 in: .current

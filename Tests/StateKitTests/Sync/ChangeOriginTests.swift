@@ -50,6 +50,19 @@ import Testing
         #expect(!channel.isRemote(analytics.changes[1]))
     }
 
+    @Test func aProjectionsChangeCarriesItsContainersOrigin() throws {
+        struct Settings: Equatable, Sendable, Codable { var accent = "teal" }
+        let remote = TestRemoteSink<Settings>()
+        let state = SyncedState(Settings(), key: uniqueKey(), sinks: [remote])
+        let origins = Collector<ChangeOrigin>()
+        let subscription = state.observe(\.accent).subscribeChanges { origins.append($0.origin) }
+        try #require(remote.connectedChannel).applyRemote(Settings(accent: "green"))
+        state.modify { $0.accent = "orange" }
+        waitUntilDelivered(state)
+        #expect(origins.all == [.remote, .local])
+        subscription.cancel()
+    }
+
     @Test func aRefreshIsNotCountedAsSent() async throws {
         let remote = TestRemoteSink<Int>(server: 42)
         let state = SyncedState(0, key: uniqueKey(), sinks: [remote])
