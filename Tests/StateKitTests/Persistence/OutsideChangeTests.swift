@@ -150,28 +150,35 @@ import Glibc
 
     /// What watching costs: one inotify descriptor for the process, one watch per directory,
     /// no thread per container.
-    @Test func watchingAThousandContainersCostsNoDescriptorOrThreadEach() throws {
+    @Test func watchingAThousandContainersCostsNoDescriptorOrThreadEach() async throws {
         let directory = TemporaryDirectory()
         defer { directory.cleanUp() }
-        func count(_ path: String) -> Int { (try? FileManager.default.contentsOfDirectory(atPath: path).count) ?? -1 }
-        let descriptorsBefore = count("/proc/self/fd")
-        let threadsBefore = count("/proc/self/task")
-        let oneDirectory = (0..<1_000).map { index in
-            PersistedState(index, key: uniqueKey("one-\(index)"), storage: .file(directory.url))
+        // Measured in its turn with the tests that start threads of their own, which would
+        // otherwise be counted here.
+        let (descriptors, threads, made) = await contending {
+            func count(_ path: String) -> Int {
+                (try? FileManager.default.contentsOfDirectory(atPath: path).count) ?? -1
+            }
+            let descriptorsBefore = count("/proc/self/fd")
+            let threadsBefore = count("/proc/self/task")
+            let oneDirectory = (0..<1_000).map { index in
+                PersistedState(index, key: uniqueKey("one-\(index)"), storage: .file(directory.url))
+            }
+            let manyDirectories = (0..<1_000).map { index in
+                PersistedState(
+                    index, key: uniqueKey("many"), storage: .file(directory.url.appendingPathComponent("d\(index)")))
+            }
+            let descriptors = count("/proc/self/fd") - descriptorsBefore
+            let threads = count("/proc/self/task") - threadsBefore
+            return (descriptors, threads, oneDirectory.count + manyDirectories.count)
         }
-        let manyDirectories = (0..<1_000).map { index in
-            PersistedState(
-                index, key: uniqueKey("many"), storage: .file(directory.url.appendingPathComponent("d\(index)")))
-        }
-        let descriptors = count("/proc/self/fd") - descriptorsBefore
-        let threads = count("/proc/self/task") - threadsBefore
         print(
             "watching 1,000 containers in one directory and 1,000 in 1,000 directories: "
                 + "+\(descriptors) file descriptors, +\(threads) threads")
-        // Other tests run meanwhile and open files and threads of their own; one per container
-        // would be +2,000.
+        // Other tests still run meanwhile, on Dispatch's and Swift concurrency's threads (a busy
+        // run has seen +117); one per container would be +2,000.
         #expect(descriptors < 100)
-        #expect(threads < 100)
-        #expect(oneDirectory.count + manyDirectories.count == 2_000)
+        #expect(threads < 300)
+        #expect(made == 2_000)
     }
 }
