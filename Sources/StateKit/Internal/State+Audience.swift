@@ -41,6 +41,23 @@ extension State: SubscriberOwner {
     ) {
         let version = storedVersion
         let key = self.key
+        if !context.isDelivering && mayClaimLocked {
+            // Nobody delivers the container: this thread takes the claim and makes the call now,
+            // as an uncontended write delivers its change, with no closure to queue.
+            deliveryClaim.take()
+            lock.unlock()
+            context.beginOutermost()
+            context.depth = 0
+            subscriber.receive(
+                StateChange(key: key, oldValue: current, newValue: current, version: version, timestamp: Date()),
+                value: current,
+                depth: 0,
+                in: context
+            )
+            finishDelivery(in: context)
+            context.endOutermost()
+            return
+        }
         let depth = context.isDelivering ? context.depth : 0
         let deliver = {
             subscriber.receive(
