@@ -59,35 +59,23 @@ case "write0", "write1", "write10":
         state.modify(next)
     }
     withExtendedLifetime(tokens) {}
-case "fanout":
-    let state = MonitoredState(Grid(), key: "fanout")
-    let tokens = (0..<1_000).map { index in state.observe(\Grid.cells[index]).subscribe { _ in } }
+case "fanout", "fanout10k":
+    // Scenario 3: distinct paths, one changes per write; fanout10k has ten times the projections.
+    let size = scenario == "fanout" ? 1_000 : 10_000
+    let state = MonitoredState(Grid(cells: [Int](repeating: 0, count: size)), key: scenario)
+    let tokens = (0..<size).map { index in state.observe(\Grid.cells[index]).subscribe { _ in } }
     measured(count) {
         next &+= 1
-        let cell = next % 1_000
+        let cell = next % size
         state.modify { $0.cells[cell] &+= 1 }
     }
     withExtendedLifetime(tokens) {}
-case "fanout10k":
-    // Scenario 3 with ten times the projections: 10,000 distinct paths, one changes per write.
-    let state = MonitoredState(Grid(cells: [Int](repeating: 0, count: 10_000)), key: "fanout10k")
-    let tokens = (0..<10_000).map { index in state.observe(\Grid.cells[index]).subscribe { _ in } }
-    measured(count) {
-        next &+= 1
-        let cell = next % 10_000
-        state.modify { $0.cells[cell] &+= 1 }
-    }
-    withExtendedLifetime(tokens) {}
-case "subscribe10k":
-    // Subscribing one more projection to a container that has 10,000 on other paths.
-    let state = MonitoredState(Grid(cells: [Int](repeating: 0, count: 10_000)), key: "subscribe10k")
-    let others = (0..<10_000).map { index in state.observe(\Grid.cells[index]).subscribe { _ in } }
-    measured(count) { state.observe(\Grid.cells[next % 10_000]).subscribe { _ in }.cancel() }
-    withExtendedLifetime(others) {}
-case "subscribe1k":
-    let state = MonitoredState(Grid(), key: "subscribe1k")
-    let others = (0..<1_000).map { index in state.observe(\Grid.cells[index]).subscribe { _ in } }
-    measured(count) { state.observe(\Grid.cells[next % 1_000]).subscribe { _ in }.cancel() }
+case "subscribe1k", "subscribe10k":
+    // Subscribing one more projection to a container that has 1,000 or 10,000 on other paths.
+    let size = scenario == "subscribe1k" ? 1_000 : 10_000
+    let state = MonitoredState(Grid(cells: [Int](repeating: 0, count: size)), key: scenario)
+    let others = (0..<size).map { index in state.observe(\Grid.cells[index]).subscribe { _ in } }
+    measured(count) { state.observe(\Grid.cells[next % size]).subscribe { _ in }.cancel() }
     withExtendedLifetime(others) {}
 case "fanoutStored":
     let state = MonitoredState(Row(), key: "fanoutStored")
