@@ -50,6 +50,14 @@ switch scenario {
 case "read":
     let state = MonitoredState(0, key: "read")
     measured(count) { next &+= state.value }
+case "writeAfterRead":
+    // Scenario 2r: writes to a container whose value was read once, outside any tracking.
+    let state = MonitoredState(0, key: "writeAfterRead")
+    next &+= state.value
+    measured(count) {
+        next &+= 1
+        state.modify(next)
+    }
 case "write0", "write1", "write10":
     let subscribers = Int(scenario.dropFirst(5))!
     let state = MonitoredState(0, key: "write")
