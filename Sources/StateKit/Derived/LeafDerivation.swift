@@ -269,9 +269,13 @@ extension DerivedNode {
                 versions[index] = versionFields[index].pointee
                 moved = true
             }
-            let current = moved ? (repeat (each values).pointee) : nil
+            guard moved else {
+                for lock in sortedLocks { lock._withUnsafeGuaranteedRef { $0.unlock() } }
+                return nil
+            }
+            let current = (repeat (each values).pointee)
             for lock in sortedLocks { lock._withUnsafeGuaranteedRef { $0.unlock() } }
-            return withExtendedLifetime(containers) { current.map { compute(repeat each $0) } }
+            return withExtendedLifetime(containers) { compute(repeat each current) }
         }
         let evaluate = { compute(repeat (each containers).untrackedValue) }
         var derivation: LeafDerivation<Value>?
