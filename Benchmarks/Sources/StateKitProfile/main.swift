@@ -85,6 +85,12 @@ case "subscribe1k", "subscribe10k":
     let others = (0..<size).map { index in state.observe(\Grid.cells[index]).subscribe { _ in } }
     measured(count) { state.observe(\Grid.cells[next % size]).subscribe { _ in }.cancel() }
     withExtendedLifetime(others) {}
+case "samePath":
+    // Scenario 4: 1,000 subscriptions to one path, which every write changes.
+    let state = MonitoredState(Row(), key: "samePath")
+    let tokens = (0..<1_000).map { _ in state.observe(\Row.a).subscribe { _ in } }
+    measured(count) { state.modify { $0.a &+= 1 } }
+    withExtendedLifetime(tokens) {}
 case "fanoutStored":
     let state = MonitoredState(Row(), key: "fanoutStored")
     let paths: [KeyPath<Row, Int>] = [\.a, \.b, \.c, \.d, \.e, \.f, \.g, \.h, \.i]

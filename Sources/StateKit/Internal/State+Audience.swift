@@ -48,7 +48,7 @@ extension State: SubscriberOwner {
             lock.unlock()
             context.beginOutermost()
             context.depth = 0
-            subscriber.receive(
+            subscriber.receiveInGenericCode(
                 StateChange(key: key, oldValue: current, newValue: current, version: version, timestamp: Date()),
                 value: current,
                 depth: 0,
@@ -60,7 +60,7 @@ extension State: SubscriberOwner {
         }
         let depth = context.isDelivering ? context.depth : 0
         let deliver = {
-            subscriber.receive(
+            subscriber.receiveInGenericCode(
                 StateChange(key: key, oldValue: current, newValue: current, version: version, timestamp: Date()),
                 value: current,
                 depth: depth,

@@ -90,7 +90,7 @@ final class KeyPathGroup<Root, Part: Equatable>: ProjectionGroup<Root> {
         let subscribers = self.subscribers
         lock.unlock()
         for subscriber in subscribers where subscriber.startVersion < version {
-            subscriber.receive(
+            subscriber.receiveInGenericCode(
                 StateChange(
                     key: key, oldValue: oldPart, newValue: part, version: version, timestamp: timestamp ?? Date(),
                     origin: origin),

@@ -183,6 +183,34 @@ final class Subscriber<Element>: SubscriptionEntry, @unchecked Sendable {
         enqueue(call, on: queue, depth: depth)
     }
 
+    /// ``receive(_:value:depth:in:)``, for code not specialised for `Element` (a projection
+    /// group's, a new subscriber's first call): it calls a value handler without mentioning
+    /// `StateChange`, whose metadata such code otherwise looks up on every call, whatever the
+    /// handler (measured: ~330 instructions a subscriber; 1,000 subscribers to one projection
+    /// went from 458,419 to 98,461 instructions a write).
+    func receiveInGenericCode(
+        _ change: @autoclosure () -> StateChange<Element>,
+        value: Element,
+        depth: Int,
+        in context: @autoclosure () -> DeliveryContext
+    ) {
+        if queue == nil, case .value(let body) = handler {
+            if isActive { body(value) }
+            return
+        }
+        receiveOtherwise(change(), value: value, depth: depth, in: context())
+    }
+
+    @inline(never)
+    private func receiveOtherwise(
+        _ change: @autoclosure () -> StateChange<Element>,
+        value: Element,
+        depth: Int,
+        in context: @autoclosure () -> DeliveryContext
+    ) {
+        receive(change(), value: value, depth: depth, in: context())
+    }
+
     @usableFromInline
     func enqueue(_ call: @escaping () -> Void, on queue: DispatchQueue, depth: Int) {
         let delivery = UncheckedSendable(call)
