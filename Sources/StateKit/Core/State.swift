@@ -72,6 +72,10 @@ open class State<Value> {
     /// touches it; see ``TransactionOperations``.
     @usableFromInline
     let transactionOperations = OnceInstalledReference<TransactionOperations>()
+    /// What this container's subscriptions reach it through, made on the first subscription;
+    /// guarded by the lock. See ``SubscriberOwnerLink``.
+    @exclusivity(unchecked)
+    var subscriberLink: SubscriberOwnerLink?
 
     /// Creates a container holding `defaultValue`, identified by `key`.
     ///
@@ -127,6 +131,7 @@ open class State<Value> {
     }
 
     deinit {
+        subscriberLink?.cut()
         if cell != nil {
             endReleasedSubscriptions()
         } else {

@@ -18,6 +18,40 @@ import Testing
         #expect(!projected.isActive)
     }
 
+    /// A cancel on one thread while the container is released on another: the cancel either
+    /// finds the container whole (it cannot finish going away meanwhile) or finds it gone, never
+    /// half gone; containers of a shared cell included.
+    @Test(.timeLimit(.minutes(1))) func cancellingWhileTheContainerIsReleasedElsewhere() async {
+        let stillActive = await contending {
+            var stillActive = 0
+            for round in 0..<2_000 {
+                let key = uniqueKey()
+                let holder = ReleasedElsewhere(MonitoredState(0, key: key))
+                let tokens = [
+                    holder.state!.subscribe { _ in },
+                    holder.state!.observe(\.self).subscribe { _ in },
+                    holder.state!.subscribeChanges { _ in },
+                ]
+                let start = DispatchSemaphore(value: 0)
+                let done = DispatchGroup()
+                DispatchQueue.global().async(group: done) {
+                    start.wait()
+                    holder.state = nil
+                }
+                DispatchQueue.global().async(group: done) {
+                    start.wait()
+                    for token in round.isMultiple(of: 2) ? tokens : tokens.reversed() { token.cancel() }
+                }
+                start.signal()
+                start.signal()
+                done.wait()
+                stillActive += tokens.count { $0.isActive }
+            }
+            return stillActive
+        }
+        #expect(stillActive == 0)
+    }
+
     @Test func cancelledSubscriptionIsNotActiveWhileItsContainerLives() {
         let state = MonitoredState(0, key: uniqueKey())
         let subscription = state.subscribe { _ in }
@@ -105,5 +139,14 @@ import Testing
         ping.detach(listener: toPong)
         ping.modify(-1)
         #expect(ping.value == -1)
+    }
+}
+
+/// A container that one thread releases while another cancels its subscriptions.
+private final class ReleasedElsewhere: @unchecked Sendable {
+    var state: MonitoredState<Int>?
+
+    init(_ state: MonitoredState<Int>) {
+        self.state = state
     }
 }
