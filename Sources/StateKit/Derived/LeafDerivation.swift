@@ -26,6 +26,10 @@ final class LeafDerivation<Value>: @unchecked Sendable {
 
     @usableFromInline
     let storage: MonitoredState<Value>
+    /// The storage's lock, kept here too: taken as `storage.lock`, the lock object was retained
+    /// and released around every `lock()` and `unlock()` (measured: ~90 instructions a change).
+    @usableFromInline
+    let lock: Lock
     @usableFromInline
     let observation: DerivedObservation
     @usableFromInline
@@ -66,6 +70,7 @@ final class LeafDerivation<Value>: @unchecked Sendable {
         self.read = read
         self.isDuplicate = isDuplicate
         self.storage = makeStorage(value)
+        self.lock = storage.lock
         self.observation = observation
     }
 
@@ -77,7 +82,7 @@ final class LeafDerivation<Value>: @unchecked Sendable {
     /// one, which is then published.
     @inlinable
     func current() -> Value {
-        storage.lock.lock()
+        lock.lock()
         return refreshAndUnlock()
     }
 
@@ -86,9 +91,9 @@ final class LeafDerivation<Value>: @unchecked Sendable {
     /// computed property's stored inputs do) and compute when it is read.
     @inlinable
     func inputChanged(in context: DeliveryContext) {
-        storage.lock.lock()
+        lock.lock()
         guard storage.hasAudience else {
-            storage.lock.unlock()
+            lock.unlock()
             observation.tellChanged()
             return
         }
@@ -109,14 +114,14 @@ final class LeafDerivation<Value>: @unchecked Sendable {
     func refreshAndUnlock(sourceDelivery: DeliveryContext? = nil) -> Value {
         let storage = self.storage
         guard let value = read(versions), !isDuplicate(storage.storedValue, value) else {
-            defer { storage.lock.unlock() }
+            defer { lock.unlock() }
             return storage.storedValue
         }
         let oldValue = storage.wantsChangeRecords ? storage.storedValue : nil
         storage.storedValue = value
         storage.storedVersion &+= 1
         guard storage.hasAudience else {
-            storage.lock.unlock()
+            lock.unlock()
             return value
         }
         let context = sourceDelivery ?? DeliveryContext.current
@@ -146,7 +151,7 @@ final class LeafDerivation<Value>: @unchecked Sendable {
             claimedChange = change
             claimedSubscribers = storage.audience.subscribers
             if storage.audience.hasProjectionsOrListeners { claimedOthers = storage.audience }
-            storage.lock.unlock()
+            lock.unlock()
             observation.tellChanged()
             let deliver = { (derivation: AnyObject, context: DeliveryContext) in
                 unsafeDowncast(derivation, to: LeafDerivation<Value>.self).deliverClaimed(in: context)
@@ -160,7 +165,7 @@ final class LeafDerivation<Value>: @unchecked Sendable {
         }
         let subscribers = storage.audience.subscribers
         let others = storage.audience.hasProjectionsOrListeners ? storage.audience : nil
-        storage.lock.unlock()
+        lock.unlock()
         observation.tellChanged()
         context.beginOutermost()
         storage.notify(change, subscribers: subscribers, others: others, in: context)
