@@ -147,9 +147,7 @@ final class DerivedNode<Value>: @unchecked Sendable {
     /// value may have changed (as an `@Observable` computed property's stored inputs do) and
     /// compute when it is read.
     private func inputChanged() {
-        storage.lock.lock()
-        let isWatched = storage.hasAudience
-        storage.lock.unlock()
+        let isWatched = storage.hasAudienceNow
         if isWatched {
             _ = current()
         } else {

@@ -168,9 +168,7 @@ final class PulledDerivation<Value>: @unchecked Sendable {
     /// computes the value (often the read in its own `onChange`) would fire the same tracking
     /// twice.
     private func publishAndUnlock(_ value: Value) {
-        storage.lock.lock()
-        let isWatched = storage.hasAudience
-        storage.lock.unlock()
+        let isWatched = storage.hasAudienceNow
         let delivery = DeferredDelivery.begin()
         storage.modify { $0 = value }
         condition.unlock()

@@ -87,6 +87,15 @@ extension State {
         set { fields.pointee.hasAudience = newValue }
     }
 
+    /// ``hasAudience``, read under the lock. A method of the container, so that the lock is
+    /// reached from a guaranteed reference: taken as `container.lock` from elsewhere, the lock
+    /// object is retained and released around each call.
+    final var hasAudienceNow: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return hasAudience
+    }
+
     @inlinable
     var wantsChangeRecords: Bool {
         get { fields.pointee.wantsChangeRecords }
