@@ -72,10 +72,6 @@ open class State<Value> {
     /// touches it; see ``TransactionOperations``.
     @usableFromInline
     let transactionOperations = OnceInstalledReference<TransactionOperations>()
-    /// What this container's subscriptions reach it through, made on the first subscription;
-    /// guarded by the lock. See ``SubscriberOwnerLink``.
-    @exclusivity(unchecked)
-    var subscriberLink: SubscriberOwnerLink?
 
     /// Creates a container holding `defaultValue`, identified by `key`.
     ///
@@ -131,7 +127,6 @@ open class State<Value> {
     }
 
     deinit {
-        subscriberLink?.cut()
         if cell != nil {
             endReleasedSubscriptions()
         } else {

@@ -20,7 +20,7 @@ extension State: SubscriberOwner {
         let subscriber = Subscriber(
             startVersion: storedVersion, queue: queue, handler: handler, onOwnerReleased: onContainerReleased,
             keeping: keptAlive)
-        subscriber.ownerLink = subscriberLinkLocked
+        subscriber.owner = self
         audience.subscribers.append(subscriber)
         if subscriber.wantsChanges { audience.changeSubscriberCount += 1 }
         audienceChangedLocked()
@@ -70,17 +70,9 @@ extension State: SubscriberOwner {
         scheduleAndUnlock(.initialValue(depth: depth, origin: context.id, deliver: deliver), in: context)
     }
 
-    /// The link this container's subscriptions reach it through, made on first use. Call it
-    /// with the lock held.
-    final var subscriberLinkLocked: SubscriberOwnerLink {
-        if let subscriberLink { return subscriberLink }
-        let link = SubscriberOwnerLink(self, lock: lock)
-        subscriberLink = link
-        return link
-    }
-
-    /// Drops `entry`; called with the lock held (it is the link's), by a cancel.
-    func removeLinked(_ entry: SubscriptionEntry) {
+    func remove(_ entry: SubscriptionEntry) {
+        lock.lock()
+        defer { lock.unlock() }
         if let group = entry.group {
             group.removeLocked(entry)
             if group.isEmptyLocked {
@@ -124,19 +116,19 @@ extension State: SubscriberOwner {
     }
 
     /// Ends the subscriptions made through this container, which is being released while the
-    /// other containers of its cell live on: theirs go on, its own (whose link is cut now)
+    /// other containers of its cell live on: theirs go on, its own (whose owner reads `nil` now)
     /// are removed and told, as ``endSubscriptions()`` tells a container's own.
     final func endReleasedSubscriptions() {
         lock.lock()
         audience.listeners.removeAll { $0.isReleased }
-        guard audience.subscribers.contains(where: { $0.isOwnerReleased }) || !audience.projections.isEmpty else {
+        guard audience.subscribers.contains(where: { $0.owner == nil }) || !audience.projections.isEmpty else {
             audienceChangedLocked()
             lock.unlock()
             return
         }
         var released: [SubscriptionEntry] = []
         audience.subscribers.removeAll { subscriber in
-            guard subscriber.isOwnerReleased else { return false }
+            guard subscriber.owner == nil else { return false }
             if subscriber.wantsChanges { audience.changeSubscriberCount -= 1 }
             released.append(subscriber)
             return true

@@ -8,16 +8,6 @@ final class SequenceBinding: SubscriberOwner, @unchecked Sendable {
     /// Guarded by `lock`.
     private var task: Task<Void, Never>?
     private var isCancelled = false
-    /// What the binding's token reaches it through; see ``SubscriberOwnerLink``.
-    private(set) var link: SubscriberOwnerLink?
-
-    private init() {
-        link = SubscriberOwnerLink(self)
-    }
-
-    deinit {
-        link?.cut()
-    }
 
     /// Starts copying `source`'s elements with `write` and returns the binding's token.
     static func start<Source: AsyncSequence & Sendable>(
@@ -27,7 +17,7 @@ final class SequenceBinding: SubscriberOwner, @unchecked Sendable {
     ) -> Subscription {
         let binding = SequenceBinding()
         let entry = SubscriptionEntry(startVersion: 0)
-        entry.ownerLink = binding.link
+        entry.owner = binding
         let subscription = Subscription(entry)
         let task = Task {
             defer { withExtendedLifetime(binding) {} }
@@ -56,7 +46,7 @@ final class SequenceBinding: SubscriberOwner, @unchecked Sendable {
     }
 
     /// The token was cancelled or released: stop the task.
-    func removeLinked(_ entry: SubscriptionEntry) {
+    func remove(_ entry: SubscriptionEntry) {
         lock.lock()
         isCancelled = true
         let task = self.task

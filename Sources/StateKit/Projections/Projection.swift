@@ -200,7 +200,7 @@ extension State {
         let subscriber = Subscriber(
             startVersion: storedVersion, queue: queue, handler: handler, onOwnerReleased: onRootReleased,
             keeping: keptAlive)
-        subscriber.ownerLink = subscriberLinkLocked
+        subscriber.owner = self
         subscriber.group = group
         group.subscribers.append(subscriber)
         audienceChangedLocked()

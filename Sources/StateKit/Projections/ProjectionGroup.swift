@@ -74,8 +74,8 @@ final class KeyPathGroup<Root, Part: Equatable>: ProjectionGroup<Root> {
     }
 
     override func removeReleasedOwnersLocked() -> [SubscriptionEntry] {
-        let released = subscribers.filter { $0.isOwnerReleased }
-        if !released.isEmpty { subscribers.removeAll { $0.isOwnerReleased } }
+        let released = subscribers.filter { $0.owner == nil }
+        if !released.isEmpty { subscribers.removeAll { $0.owner == nil } }
         return Array(released)
     }
 

@@ -18,18 +18,18 @@ import Synchronization
 /// - Note: All operations on `Subscription` are thread-safe.
 public final class Subscription: Hashable, @unchecked Sendable {
     private let entry: Atomic<UnsafeMutableRawPointer?>
-    /// The link to the container that delivers to it, to tell whether it is still there.
-    private let ownerLink: SubscriberOwnerLink?
+    /// The container that delivers to it, to tell whether it is still there.
+    private weak let owner: (any SubscriberOwner)?
 
     init(_ entry: SubscriptionEntry) {
         self.entry = Atomic(Unmanaged.passRetained(entry).toOpaque())
-        self.ownerLink = entry.ownerLink
+        self.owner = entry.owner
     }
 
     /// A subscription that was never live: what subscribing to a container already gone gives.
     init() {
         self.entry = Atomic(nil)
-        self.ownerLink = nil
+        self.owner = nil
     }
 
     deinit {
@@ -46,7 +46,7 @@ public final class Subscription: Hashable, @unchecked Sendable {
 
     /// Whether the subscription is still live: not cancelled, and its container still exists.
     public var isActive: Bool {
-        entry.load(ordering: .acquiring) != nil && ownerLink?.isOwnerReleased == false
+        entry.load(ordering: .acquiring) != nil && owner != nil
     }
 
     /// Keeps the token in `set`, so the subscription lasts as long as the set holds it.
@@ -65,14 +65,18 @@ public final class Subscription: Hashable, @unchecked Sendable {
     }
 }
 
+/// Something that holds subscribers and can drop one.
+protocol SubscriberOwner: AnyObject {
+    func remove(_ entry: SubscriptionEntry)
+}
+
 /// A subscriber's life: active until cancelled, then removed from its owner.
 @usableFromInline
 class SubscriptionEntry: @unchecked Sendable {
     @usableFromInline
     let active = Atomic<Bool>(true)
-    /// The link to the container that delivers to this subscriber; set once, before the
-    /// subscription is handed out. Tokens never keep containers alive.
-    var ownerLink: SubscriberOwnerLink?
+    /// The container that delivers to this subscriber; weak, so tokens never keep containers alive.
+    weak var owner: (any SubscriberOwner)?
     /// The projection group this subscriber belongs to, or `nil` for the container's own subscribers.
     weak var group: ProjectionGroupBase?
     /// The version current when the subscriber joined; it is handed no change at or before it.
@@ -93,12 +97,6 @@ class SubscriptionEntry: @unchecked Sendable {
         onOwnerReleased()
     }
 
-    /// Whether the container that delivered to it went away. Read it with the container's lock
-    /// held, or from its `deinit`.
-    final var isOwnerReleased: Bool {
-        ownerLink?.isOwnerReleased ?? true
-    }
-
     @inlinable
     final var isActive: Bool {
         active.load(ordering: .acquiring)
@@ -106,7 +104,7 @@ class SubscriptionEntry: @unchecked Sendable {
 
     final func cancel() {
         guard active.exchange(false, ordering: .acquiringAndReleasing) else { return }
-        ownerLink?.remove(self)
+        owner?.remove(self)
     }
 }
 

@@ -52,6 +52,42 @@ import Testing
         #expect(stillActive == 0)
     }
 
+    /// The same for a container that shares its key's cell: the one released ends its own
+    /// subscriptions under the cell's lock, which a cancel on the other thread may hold; and when
+    /// it is the cell's last container, the cell goes with it.
+    @Test(.timeLimit(.minutes(1))) func cancellingWhileACellsContainerIsReleasedElsewhere() async {
+        let stillActive = await contending {
+            let storage = InMemoryStateStorage()
+            let key = uniqueKey()
+            var stillActive = 0
+            for round in 0..<2_000 {
+                let kept = round.isMultiple(of: 3) ? nil : PersistedState(0, key: key, storage: storage)
+                let holder = ReleasedElsewhere(PersistedState(0, key: key, storage: storage))
+                let tokens = [
+                    holder.state!.subscribe { _ in },
+                    holder.state!.observe(\.self).subscribe { _ in },
+                ]
+                let start = DispatchSemaphore(value: 0)
+                let done = DispatchGroup()
+                DispatchQueue.global().async(group: done) {
+                    start.wait()
+                    holder.state = nil
+                }
+                DispatchQueue.global().async(group: done) {
+                    start.wait()
+                    for token in round.isMultiple(of: 2) ? tokens : tokens.reversed() { token.cancel() }
+                }
+                start.signal()
+                start.signal()
+                done.wait()
+                stillActive += tokens.count { $0.isActive }
+                kept?.modify(round)
+            }
+            return stillActive
+        }
+        #expect(stillActive == 0)
+    }
+
     @Test func cancelledSubscriptionIsNotActiveWhileItsContainerLives() {
         let state = MonitoredState(0, key: uniqueKey())
         let subscription = state.subscribe { _ in }
