@@ -20,34 +20,18 @@ import Testing
 
     /// A cancel on one thread while the container is released on another: the cancel either
     /// finds the container whole (it cannot finish going away meanwhile) or finds it gone, never
-    /// half gone; containers of a shared cell included.
+    /// half gone.
     @Test(.timeLimit(.minutes(1))) func cancellingWhileTheContainerIsReleasedElsewhere() async {
         let stillActive = await contending {
-            var stillActive = 0
-            for round in 0..<2_000 {
-                let key = uniqueKey()
-                let holder = ReleasedElsewhere(MonitoredState(0, key: key))
+            (0..<2_000).reduce(0) { stillActive, round in
+                let holder = ReleasedElsewhere(MonitoredState(0, key: uniqueKey()))
                 let tokens = [
                     holder.state!.subscribe { _ in },
                     holder.state!.observe(\.self).subscribe { _ in },
                     holder.state!.subscribeChanges { _ in },
                 ]
-                let start = DispatchSemaphore(value: 0)
-                let done = DispatchGroup()
-                DispatchQueue.global().async(group: done) {
-                    start.wait()
-                    holder.state = nil
-                }
-                DispatchQueue.global().async(group: done) {
-                    start.wait()
-                    for token in round.isMultiple(of: 2) ? tokens : tokens.reversed() { token.cancel() }
-                }
-                start.signal()
-                start.signal()
-                done.wait()
-                stillActive += tokens.count { $0.isActive }
+                return stillActive + holder.releaseWhileCancelling(tokens, reversed: round.isMultiple(of: 2))
             }
-            return stillActive
         }
         #expect(stillActive == 0)
     }
@@ -59,31 +43,14 @@ import Testing
         let stillActive = await contending {
             let storage = InMemoryStateStorage()
             let key = uniqueKey()
-            var stillActive = 0
-            for round in 0..<2_000 {
+            return (0..<2_000).reduce(0) { stillActive, round in
                 let kept = round.isMultiple(of: 3) ? nil : PersistedState(0, key: key, storage: storage)
                 let holder = ReleasedElsewhere(PersistedState(0, key: key, storage: storage))
-                let tokens = [
-                    holder.state!.subscribe { _ in },
-                    holder.state!.observe(\.self).subscribe { _ in },
-                ]
-                let start = DispatchSemaphore(value: 0)
-                let done = DispatchGroup()
-                DispatchQueue.global().async(group: done) {
-                    start.wait()
-                    holder.state = nil
-                }
-                DispatchQueue.global().async(group: done) {
-                    start.wait()
-                    for token in round.isMultiple(of: 2) ? tokens : tokens.reversed() { token.cancel() }
-                }
-                start.signal()
-                start.signal()
-                done.wait()
-                stillActive += tokens.count { $0.isActive }
+                let tokens = [holder.state!.subscribe { _ in }, holder.state!.observe(\.self).subscribe { _ in }]
+                let active = holder.releaseWhileCancelling(tokens, reversed: round.isMultiple(of: 2))
                 kept?.modify(round)
+                return stillActive + active
             }
-            return stillActive
         }
         #expect(stillActive == 0)
     }
@@ -184,5 +151,24 @@ private final class ReleasedElsewhere: @unchecked Sendable {
 
     init(_ state: MonitoredState<Int>) {
         self.state = state
+    }
+
+    /// Releases the container on one thread while another cancels `tokens` (in reverse order if
+    /// `reversed`), both started at once; returns how many tokens are still active after.
+    func releaseWhileCancelling(_ tokens: [Subscription], reversed: Bool) -> Int {
+        let start = DispatchSemaphore(value: 0)
+        let done = DispatchGroup()
+        DispatchQueue.global().async(group: done) {
+            start.wait()
+            self.state = nil
+        }
+        DispatchQueue.global().async(group: done) {
+            start.wait()
+            for token in reversed ? tokens.reversed() : tokens { token.cancel() }
+        }
+        start.signal()
+        start.signal()
+        done.wait()
+        return tokens.count { $0.isActive }
     }
 }
