@@ -99,14 +99,16 @@ extension State {
         )
     }
 
-    @inlinable
+    /// Not inlined into ``notify(_:subscribers:others:in:)``, whose every call would otherwise
+    /// keep registers for it: write1 cost 3 instructions more when it was.
+    @inlinable @inline(never)
     final func notifyProjectionsAndListeners(_ change: PendingChange<Value>, audience: Audience<Value>) {
         if !audience.projections.isEmpty {
-            withUnsafePointer(to: change.newValue) { root in
+            withUnsafePointer(to: change.newValue) { address in
                 for group in audience.projections where group.createdVersion < change.version {
                     group.evaluate(
-                        root, version: change.version, timestamp: change.timestamp, depth: change.depth,
-                        origin: change.changeOrigin)
+                        change.newValue, at: address, version: change.version, timestamp: change.timestamp,
+                        depth: change.depth, origin: change.changeOrigin)
                 }
             }
         }

@@ -16,11 +16,14 @@ struct PartReader<Root, Part> {
     }
 
     func read(_ root: Root) -> Part {
-        withUnsafePointer(to: root) { read(at: $0) }
+        withUnsafePointer(to: root) { read(root, at: $0) }
     }
 
-    func read(at root: UnsafePointer<Root>) -> Part {
-        guard let offset else { return root.pointee[keyPath: keyPath] }
-        return UnsafeRawPointer(root).load(fromByteOffset: offset, as: Part.self)
+    /// Reads the part of `root`, whose address is `address`. The key path is applied to the
+    /// borrowed value: applied to `address.pointee`, it would copy the value first, retaining
+    /// what it holds, once per projection on every change.
+    func read(_ root: Root, at address: UnsafePointer<Root>) -> Part {
+        guard let offset else { return root[keyPath: keyPath] }
+        return UnsafeRawPointer(address).load(fromByteOffset: offset, as: Part.self)
     }
 }

@@ -32,11 +32,12 @@ class ProjectionGroupBase {
 /// A projection group for a container of `Root`.
 @usableFromInline
 class ProjectionGroup<Root>: ProjectionGroupBase {
-    /// Reads the group's part of the value at `root` and, if it changed, tells the group's
-    /// subscribers. The value is passed by pointer so that a thousand groups share one copy.
+    /// Reads the group's part of `root`, found at `address`, and, if it changed, tells the
+    /// group's subscribers. The value is borrowed, so that a thousand groups share one copy.
     @usableFromInline
     func evaluate(
-        _ root: UnsafePointer<Root>, version: UInt64, timestamp: Date?, depth: Int, origin: ChangeOrigin
+        _ root: Root, at address: UnsafePointer<Root>, version: UInt64, timestamp: Date?, depth: Int,
+        origin: ChangeOrigin
     ) {
         fatalError("abstract")
     }
@@ -80,9 +81,10 @@ final class KeyPathGroup<Root, Part: Equatable>: ProjectionGroup<Root> {
     }
 
     override func evaluate(
-        _ root: UnsafePointer<Root>, version: UInt64, timestamp: Date?, depth: Int, origin: ChangeOrigin
+        _ root: Root, at address: UnsafePointer<Root>, version: UInt64, timestamp: Date?, depth: Int,
+        origin: ChangeOrigin
     ) {
-        let part = reader.read(at: root)
+        let part = reader.read(root, at: address)
         if part == last { return }
         let oldPart = last
         last = part
