@@ -146,7 +146,8 @@ open class MonitoredState<Value>: State<Value> {
     /// case it is queued behind that delivery, so it never arrives after a newer value.
     ///
     /// - Returns: A token; the subscription lasts until it is cancelled or released.
-    public func subscribe(_ handler: @escaping @Sendable (Value) -> Void) -> Subscription {
+    @inlinable
+    public final func subscribe(_ handler: @escaping @Sendable (Value) -> Void) -> Subscription {
         addSubscriber(queue: nil, handler: .value(handler), sendsCurrentValue: true)
     }
 

@@ -8,11 +8,13 @@ struct Audience<Value> {
     @usableFromInline
     var listeners: ContiguousArray<WeakListener> = []
     /// Subscribers that want ``StateChange`` records (old value, timestamp).
+    @usableFromInline
     var changeSubscriberCount = 0
 
     /// Uses `count`, not `isEmpty`: in code not specialised for `Value` (subscribing, cancelling),
     /// `isEmpty` goes through `Collection`'s generic default and looks up the arrays' metadata
     /// (measured: ~2,300 instructions per subscribe and cancel); `count` is a load.
+    @inlinable
     var isEmpty: Bool {
         subscribers.count == 0 && !hasProjectionsOrListeners
     }

@@ -8,6 +8,10 @@ extension State: SubscriberOwner {
     ///
     /// - Parameter onContainerReleased: Called once if the container is deallocated while the
     ///   subscription is live (async sequences finish with it).
+    ///
+    /// Inlinable, so that ``MonitoredState/subscribe(_:)`` runs it specialised for the value type:
+    /// unspecialised, looking up generic metadata was about half of what it cost.
+    @inlinable
     final func addSubscriber(
         queue: DispatchQueue?,
         handler: Subscriber<Value>.Handler,
@@ -34,6 +38,7 @@ extension State: SubscriberOwner {
     }
 
     /// Queues (or makes) the first call of a new subscriber.
+    @inlinable
     final func scheduleInitialValueAndUnlock<Element>(
         _ current: Element,
         to subscriber: Subscriber<Element>,
@@ -70,6 +75,7 @@ extension State: SubscriberOwner {
         scheduleAndUnlock(.initialValue(depth: depth, origin: context.id, deliver: deliver), in: context)
     }
 
+    @usableFromInline
     func remove(_ entry: SubscriptionEntry) {
         lock.lock()
         defer { lock.unlock() }
@@ -88,6 +94,7 @@ extension State: SubscriberOwner {
     }
 
     /// Recomputes the fast-path flags after the audience changed. Called with the lock held.
+    @inlinable
     final func audienceChangedLocked() {
         hasAudience = runsHook || !audience.isEmpty
         wantsChangeRecords = audience.changeSubscriberCount > 0

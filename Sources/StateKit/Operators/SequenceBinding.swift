@@ -46,6 +46,7 @@ final class SequenceBinding: SubscriberOwner, @unchecked Sendable {
     }
 
     /// The token was cancelled or released: stop the task.
+    @usableFromInline
     func remove(_ entry: SubscriptionEntry) {
         lock.lock()
         isCancelled = true
