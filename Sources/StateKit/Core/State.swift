@@ -72,6 +72,10 @@ open class State<Value> {
     /// touches it; see ``TransactionOperations``.
     @usableFromInline
     let transactionOperations = OnceInstalledReference<TransactionOperations>()
+    /// How a cancel takes a subscriber out of ``audience``, made by the first subscribe; see
+    /// ``SubscriberRemoval``.
+    @usableFromInline
+    let subscriberRemoval = OnceInstalledReference<SubscriberRemoval>()
 
     /// Creates a container holding `defaultValue`, identified by `key`.
     ///

@@ -19,12 +19,15 @@ extension State: SubscriberOwner {
         onContainerReleased: (@Sendable () -> Void)? = nil,
         keeping keptAlive: AnyObject? = nil
     ) -> Subscription {
+        if subscriberRemoval.unretained == nil {
+            _ = subscriberRemoval.install(
+                SubscriberRemoval { owner, entry in unsafeDowncast(owner, to: State.self).removeSubscriber(entry) })
+        }
         let context = DeliveryContext.current
         lock.lock()
         let subscriber = Subscriber(
-            startVersion: storedVersion, queue: queue, handler: handler, onOwnerReleased: onContainerReleased,
-            keeping: keptAlive)
-        subscriber.owner = self
+            owner: self, startVersion: storedVersion, queue: queue, handler: handler,
+            onOwnerReleased: onContainerReleased, keeping: keptAlive)
         audience.subscribers.append(subscriber)
         if subscriber.wantsChanges { audience.changeSubscriberCount += 1 }
         audienceChangedLocked()
@@ -77,20 +80,35 @@ extension State: SubscriberOwner {
 
     @usableFromInline
     func remove(_ entry: SubscriptionEntry) {
+        guard let removal = subscriberRemoval.unretained else { return removeSubscriber(entry) }
+        removal._withUnsafeGuaranteedRef { $0.remove(self, entry) }
+    }
+
+    /// Takes `entry` out of the audience: what ``remove(_:)`` does, inlinable so that
+    /// ``SubscriberRemoval`` runs it specialised for the value type.
+    @inlinable
+    final func removeSubscriber(_ entry: SubscriptionEntry) {
         lock.lock()
         defer { lock.unlock() }
         if let group = entry.group {
-            group.removeLocked(entry)
-            if group.isEmptyLocked {
-                projectionIndex[group.path] = nil
-                audience.projections.removeAll { $0 === group }
-            }
+            removeLocked(entry, from: group)
         } else if let index = audience.subscribers.firstIndex(where: { $0 === entry }) {
             if audience.subscribers[index].wantsChanges { audience.changeSubscriberCount -= 1 }
             audience.subscribers.remove(at: index)
         }
         audienceChangedLocked()
         checkInvariantsLocked()
+    }
+
+    /// Takes `entry` out of its projection group, and the group out of the audience if it was
+    /// the last. Called with the lock held.
+    @usableFromInline
+    final func removeLocked(_ entry: SubscriptionEntry, from group: ProjectionGroupBase) {
+        group.removeLocked(entry)
+        if group.isEmptyLocked {
+            projectionIndex[group.path] = nil
+            audience.projections.removeAll { $0 === group }
+        }
     }
 
     /// Recomputes the fast-path flags after the audience changed. Called with the lock held.

@@ -16,8 +16,7 @@ final class SequenceBinding: SubscriberOwner, @unchecked Sendable {
         write: @escaping @Sendable (Source.Element) -> Void
     ) -> Subscription {
         let binding = SequenceBinding()
-        let entry = SubscriptionEntry(startVersion: 0)
-        entry.owner = binding
+        let entry = SubscriptionEntry(owner: binding, startVersion: 0)
         let subscription = Subscription(entry)
         let task = Task {
             defer { withExtendedLifetime(binding) {} }

@@ -198,10 +198,8 @@ extension State {
             audience.projections.append(group)
         }
         let subscriber = Subscriber(
-            startVersion: storedVersion, queue: queue, handler: handler, onOwnerReleased: onRootReleased,
-            keeping: keptAlive)
-        subscriber.owner = self
-        subscriber.group = group
+            owner: self, group: group, startVersion: storedVersion, queue: queue, handler: handler,
+            onOwnerReleased: onRootReleased, keeping: keptAlive)
         group.subscribers.append(subscriber)
         audienceChangedLocked()
         let subscription = Subscription(subscriber)

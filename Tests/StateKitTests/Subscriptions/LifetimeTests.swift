@@ -55,6 +55,29 @@ import Testing
         #expect(stillActive == 0)
     }
 
+    /// Cancels from two threads leave nothing behind, for plain and projected subscribers alike,
+    /// whichever kind of subscription was a container's first (the first subscribe installs the
+    /// removal later cancels use, and two threads race to install it).
+    @Test(.timeLimit(.minutes(1))) func cancelsFromTwoThreadsLeaveNoSubscriber() async {
+        let left = await contending {
+            (0..<500).reduce(0) { left, round in
+                let state = MonitoredState(0, key: uniqueKey())
+                DispatchQueue.concurrentPerform(iterations: 2) { thread in
+                    for turn in 0..<20 {
+                        let tokens =
+                            (thread + round + turn).isMultiple(of: 2)
+                            ? [state.subscribe { _ in }, state.observe(\.self).subscribe { _ in }]
+                            : [state.observe(\.self).subscribe { _ in }, state.subscribeChanges { _ in }]
+                        state.modify(turn)
+                        for token in tokens { token.cancel() }
+                    }
+                }
+                return left + state.subscriberCount
+            }
+        }
+        #expect(left == 0)
+    }
+
     @Test func cancelledSubscriptionIsNotActiveWhileItsContainerLives() {
         let state = MonitoredState(0, key: uniqueKey())
         let subscription = state.subscribe { _ in }
