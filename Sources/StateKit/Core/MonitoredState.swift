@@ -148,7 +148,8 @@ open class MonitoredState<Value>: State<Value> {
     /// - Returns: A token; the subscription lasts until it is cancelled or released.
     @inlinable
     public final func subscribe(_ handler: @escaping @Sendable (Value) -> Void) -> Subscription {
-        addSubscriber(queue: nil, handler: .value(handler), sendsCurrentValue: true)
+        installSubscriberRemoval()
+        return addSubscriber(queue: nil, handler: .value(handler), sendsCurrentValue: true)
     }
 
     /// Calls `handler` with the current value, then with each new value, asynchronously on

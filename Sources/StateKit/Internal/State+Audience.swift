@@ -19,10 +19,6 @@ extension State: SubscriberOwner {
         onContainerReleased: (@Sendable () -> Void)? = nil,
         keeping keptAlive: AnyObject? = nil
     ) -> Subscription {
-        if subscriberRemoval.unretained == nil {
-            _ = subscriberRemoval.install(
-                SubscriberRemoval { owner, entry in unsafeDowncast(owner, to: State.self).removeSubscriber(entry) })
-        }
         let context = DeliveryContext.current
         lock.lock()
         let subscriber = Subscriber(
@@ -76,6 +72,15 @@ extension State: SubscriberOwner {
             )
         }
         scheduleAndUnlock(.initialValue(depth: depth, origin: context.id, deliver: deliver), in: context)
+    }
+
+    /// Installs the container's ``SubscriberRemoval`` unless it has one. Called where the code
+    /// is specialised for `Value`, so that the removal is too.
+    @inlinable
+    final func installSubscriberRemoval() {
+        if subscriberRemoval.unretained != nil { return }
+        _ = subscriberRemoval.install(
+            SubscriberRemoval { owner, entry in unsafeDowncast(owner, to: State.self).removeSubscriber(entry) })
     }
 
     @usableFromInline
