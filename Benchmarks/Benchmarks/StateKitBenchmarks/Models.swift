@@ -1,4 +1,5 @@
 import Observation
+import Synchronization
 
 /// Number of projections in the fan-out and same-path scenarios.
 let projectionCount = 1_000
@@ -35,5 +36,26 @@ final class ObservableTally: @unchecked Sendable {
     var counted: Int {
         countedEvaluations &+= 1
         return total
+    }
+}
+
+/// The contended scenario's Observation peer: a thread-safe `Observable` counter, the Floor's
+/// `Mutex` with Observation's registrar told before and after each write, as `@Observable`'s
+/// setter tells it. StateKit's containers are `Observable`, so this is their bound there. The key
+/// path is made once, as StateKit's is (a literal is looked up and retained on every use).
+final class RegisteredCounter: Observable, Sendable {
+    private static let valuePath: KeyPath<RegisteredCounter, Int> & Sendable = \.value
+    private let registrar = ObservationRegistrar()
+    private let storage = Mutex(0)
+
+    var value: Int {
+        registrar.access(self, keyPath: Self.valuePath)
+        return storage.withLock { $0 }
+    }
+
+    func increment() {
+        registrar.willSet(self, keyPath: Self.valuePath)
+        storage.withLock { $0 += 1 }
+        registrar.didSet(self, keyPath: Self.valuePath)
     }
 }

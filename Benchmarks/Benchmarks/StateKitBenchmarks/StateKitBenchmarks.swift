@@ -191,7 +191,7 @@ func registerSamePath() {
 /// Scenario 5: two threads each increment 100,000 times (long enough to overlap well; a start
 /// barrier would measure the scheduler instead); the time is per increment pair, and increments
 /// lost to a non-atomic read-modify-write are counted. Observation is not thread-safe for writes,
-/// so it is left out.
+/// so its peer here is a `Mutex` with the registrar told around each write (``RegisteredCounter``).
 func registerContention() {
     let configuration = Benchmark.Configuration(
         metrics: [.wallClock, lostUpdates],
@@ -221,6 +221,11 @@ func registerContention() {
     let seed = SeedState(0, key: "benchmark.contended")
     Benchmark("5 contended modify/Seed", configuration: configuration) { benchmark in
         contend(benchmark, read: { seed.value }, increment: { seed.modify(seed.value + 1) })
+    }
+
+    let registered = RegisteredCounter()
+    Benchmark("5 contended modify/Observation", configuration: configuration) { benchmark in
+        contend(benchmark, read: { registered.value }, increment: { registered.increment() })
     }
 
     let subject = UncheckedBox(CurrentValueSubject<Int, Never>(0))
