@@ -19,7 +19,7 @@ extension State: SubscriberOwner {
         onContainerReleased: (@Sendable () -> Void)? = nil,
         keeping keptAlive: AnyObject? = nil
     ) -> Subscription {
-        let context = DeliveryContext.current
+        let context = DeliveryContext.current(key: deliveryKey)
         lock.lock()
         let subscriber = Subscriber(
             owner: self, startVersion: storedVersion, queue: queue, handler: handler,
@@ -27,7 +27,7 @@ extension State: SubscriberOwner {
         audience.subscribers.append(subscriber)
         if subscriber.wantsChanges { audience.changeSubscriberCount += 1 }
         audienceChangedLocked()
-        let subscription = Subscription(subscriber)
+        let subscription = Subscription(subscriber, owner: self)
         if sendsCurrentValue {
             scheduleInitialValueAndUnlock(storedValue, to: subscriber, in: context)
         } else {

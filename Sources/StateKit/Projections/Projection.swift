@@ -202,7 +202,7 @@ extension State {
             onOwnerReleased: onRootReleased, keeping: keptAlive)
         group.subscribers.append(subscriber)
         audienceChangedLocked()
-        let subscription = Subscription(subscriber)
+        let subscription = Subscription(subscriber, owner: self)
         if sendsCurrentValue {
             scheduleInitialValueAndUnlock(current, to: subscriber, in: context)
         } else {

@@ -17,14 +17,18 @@ import Synchronization
 ///
 /// - Note: All operations on `Subscription` are thread-safe.
 public final class Subscription: Hashable, @unchecked Sendable {
-    private let entry: Atomic<UnsafeMutableRawPointer?>
-    /// The container that delivers to it, to tell whether it is still there.
-    private weak let owner: (any SubscriberOwner)?
-
     @usableFromInline
-    init(_ entry: SubscriptionEntry) {
+    let entry: Atomic<UnsafeMutableRawPointer?>
+    /// The container that delivers to it, to tell whether it is still there.
+    @usableFromInline
+    weak let owner: (any SubscriberOwner)?
+
+    /// A token for `entry`, whose owner is `owner`: passed in (borrowed), not read from the
+    /// entry, since loading a weak reference retains and releases its object.
+    @inlinable
+    init(_ entry: SubscriptionEntry, owner: __shared any SubscriberOwner) {
         self.entry = Atomic(Unmanaged.passRetained(entry).toOpaque())
-        self.owner = entry.owner
+        self.owner = owner
     }
 
     /// A subscription that was never live: what subscribing to a container already gone gives.
