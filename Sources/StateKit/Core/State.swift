@@ -72,8 +72,8 @@ open class State<Value> {
     /// touches it; see ``TransactionOperations``.
     @usableFromInline
     let transactionOperations = OnceInstalledReference<TransactionOperations>()
-    /// How a cancel takes a subscriber out of ``audience``, made by the first subscribe; see
-    /// ``SubscriberRemoval``.
+    /// How a cancel takes a subscriber out of ``audience``, made by the first call of
+    /// ``MonitoredState/subscribe(_:)``; see ``SubscriberRemoval``.
     @usableFromInline
     let subscriberRemoval = OnceInstalledReference<SubscriberRemoval>()
 

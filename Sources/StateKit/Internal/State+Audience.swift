@@ -6,11 +6,11 @@ extension State: SubscriberOwner {
     /// Adds a subscriber and, if asked, hands it the current value, in order with any delivery
     /// in progress.
     ///
-    /// - Parameter onContainerReleased: Called once if the container is deallocated while the
-    ///   subscription is live (async sequences finish with it).
-    ///
     /// Inlinable, so that ``MonitoredState/subscribe(_:)`` runs it specialised for the value type:
     /// unspecialised, looking up generic metadata was about half of what it cost.
+    ///
+    /// - Parameter onContainerReleased: Called once if the container is deallocated while the
+    ///   subscription is live (async sequences finish with it).
     @inlinable
     final func addSubscriber(
         queue: DispatchQueue?,
