@@ -24,12 +24,15 @@ extension State: SubscriberOwner {
         let subscriber = Subscriber(
             owner: self, startVersion: storedVersion, queue: queue, handler: handler,
             onOwnerReleased: onContainerReleased, keeping: keptAlive)
-        audience.subscribers.append(subscriber)
         if subscriber.wantsChanges { audience.changeSubscriberCount += 1 }
-        audienceChangedLocked()
         let subscription = Subscription(subscriber, owner: self)
+        // The list takes the reference made here rather than a retained copy (an atomic pair a
+        // subscribe); the token, which nobody else has yet, keeps the subscriber alive after.
+        let kept = Unmanaged.passUnretained(subscriber)
+        audience.subscribers.append(consume subscriber)
+        audienceChangedLocked()
         if sendsCurrentValue {
-            scheduleInitialValueAndUnlock(storedValue, to: subscriber, in: context)
+            kept._withUnsafeGuaranteedRef { scheduleInitialValueAndUnlock(storedValue, to: $0, in: context) }
         } else {
             lock.unlock()
         }
