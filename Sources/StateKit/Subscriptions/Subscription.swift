@@ -43,7 +43,11 @@ public final class Subscription: Hashable, @unchecked Sendable {
 
     /// Stops the subscription. Calling it more than once does nothing.
     public func cancel() {
-        guard let pointer = entry.exchange(nil, ordering: .acquiringAndReleasing) else { return }
+        // A load first: a token cancelled by hand is cancelled again by its `deinit`, and the
+        // load spares that second call an atomic exchange.
+        guard entry.load(ordering: .relaxed) != nil,
+            let pointer = entry.exchange(nil, ordering: .acquiringAndReleasing)
+        else { return }
         let entry = Unmanaged<SubscriptionEntry>.fromOpaque(pointer)
         entry.takeUnretainedValue().cancel()
         entry.release()
