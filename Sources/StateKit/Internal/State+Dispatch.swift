@@ -244,7 +244,9 @@ extension State {
         if change.depth > 0 && !admitChainStep(depth: change.depth, version: change.version, in: context) { return }
         context.depth = change.depth
         if runsHook && !change.isAnnouncedByHand { runHooks(in: context) }
-        notify(change, subscribers: audience.subscribers, others: audience, in: context)
+        notify(
+            change, subscribers: audience.subscribers, others: audience.hasProjectionsOrListeners ? audience : nil,
+            in: context)
     }
 
     /// Whether a handler-triggered change may be delivered, or is the step that closes a cycle.
