@@ -154,9 +154,12 @@ open class MonitoredState<Value>: State<Value> {
 
     /// Calls `handler` with the current value, then with each new value, asynchronously on
     /// `queue` (which should be serial, to keep the order).
-    public func subscribe(on queue: DispatchQueue, _ handler: @escaping @Sendable (Value) -> Void) -> Subscription
+    @inlinable
+    public final func subscribe(on queue: DispatchQueue, _ handler: @escaping @Sendable (Value) -> Void)
+        -> Subscription
     where Value: Sendable {
-        addSubscriber(queue: queue, handler: .value(handler), sendsCurrentValue: true)
+        installSubscriberRemoval()
+        return addSubscriber(queue: queue, handler: .value(handler), sendsCurrentValue: true)
     }
 
     /// Calls a main-actor `handler` with the current value, then with each new value, on the main
@@ -183,25 +186,31 @@ open class MonitoredState<Value>: State<Value> {
     /// > `dispatchMain()` or `RunLoop.main.run()` in a command-line tool, an async test. A
     /// > command-line tool that never does, or that blocks the main thread waiting, is never called
     /// > (even for the current value). Use ``subscribe(_:)`` or ``subscribe(on:_:)`` there.
-    public func subscribeOnMain(_ handler: @escaping @MainActor (Value) -> Void) -> Subscription
+    @inlinable
+    public final func subscribeOnMain(_ handler: @escaping @MainActor (Value) -> Void) -> Subscription
     where Value: Sendable {
-        addSubscriber(queue: .main, handler: .value(mainActorHandler(handler)), sendsCurrentValue: true)
+        installSubscriberRemoval()
+        return addSubscriber(queue: .main, handler: .value(mainActorHandler(handler)), sendsCurrentValue: true)
     }
 
     /// Calls `handler` with each change (old value, new value, version, timestamp), from the next
     /// change on, on the thread that delivers it.
     ///
     /// Old values are kept only while such a subscriber exists.
-    public func subscribeChanges(_ handler: @escaping @Sendable (StateChange<Value>) -> Void) -> Subscription {
-        addSubscriber(queue: nil, handler: .change(handler), sendsCurrentValue: false)
+    @inlinable
+    public final func subscribeChanges(_ handler: @escaping @Sendable (StateChange<Value>) -> Void) -> Subscription {
+        installSubscriberRemoval()
+        return addSubscriber(queue: nil, handler: .change(handler), sendsCurrentValue: false)
     }
 
     /// Calls `handler` with each change asynchronously on `queue` (which should be serial).
-    public func subscribeChanges(
+    @inlinable
+    public final func subscribeChanges(
         on queue: DispatchQueue,
         _ handler: @escaping @Sendable (StateChange<Value>) -> Void
     ) -> Subscription where Value: Sendable {
-        addSubscriber(queue: queue, handler: .change(handler), sendsCurrentValue: false)
+        installSubscriberRemoval()
+        return addSubscriber(queue: queue, handler: .change(handler), sendsCurrentValue: false)
     }
 
     // MARK: Projections

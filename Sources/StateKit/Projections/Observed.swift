@@ -172,6 +172,7 @@ public final class MutableObserved<Value>: Observed<Value> {
 extension MutableObserved: @unchecked Sendable where Value: Sendable {}
 
 /// Wraps a main-actor handler for delivery on the main queue.
+@usableFromInline
 func mainActorHandler<Value: Sendable>(_ handler: @escaping @MainActor (Value) -> Void) -> @Sendable (Value) -> Void {
     { value in MainActor.assumeIsolated { handler(value) } }
 }
