@@ -105,21 +105,19 @@ final class TransactionLog {
         return log._withUnsafeGuaranteedRef { $0.isOpen } ? log : nil
     }
 
-    /// The calling thread's log, made on first use; the thread-specific slot owns it.
-    static var ofThisThread: TransactionLog {
-        get {
-            if let pointer = pthread_getspecific(threadKey) {
-                return Unmanaged<TransactionLog>.fromOpaque(pointer).takeUnretainedValue()
-            }
-            let log = TransactionLog()
-            pthread_setspecific(threadKey, Unmanaged.passRetained(log).toOpaque())
-            return log
-        }
-        set {
-            let previous = pthread_getspecific(threadKey)
-            pthread_setspecific(threadKey, Unmanaged.passRetained(newValue).toOpaque())
-            if let previous { Unmanaged<TransactionLog>.fromOpaque(previous).release() }
-        }
+    /// The calling thread's log, made on first use, unretained: the thread-specific slot owns it.
+    static var unretainedOfThisThread: Unmanaged<TransactionLog> {
+        if let pointer = pthread_getspecific(threadKey) { return Unmanaged.fromOpaque(pointer) }
+        let log = Unmanaged.passRetained(TransactionLog())
+        pthread_setspecific(threadKey, log.toOpaque())
+        return log
+    }
+
+    /// Makes `log` the calling thread's log; the slot keeps it and lets go of the one it had.
+    static func installOnThisThread(_ log: TransactionLog) {
+        let previous = pthread_getspecific(threadKey)
+        pthread_setspecific(threadKey, Unmanaged.passRetained(log).toOpaque())
+        if let previous { Unmanaged<TransactionLog>.fromOpaque(previous).release() }
     }
 
     /// Starts an outermost transaction's use of the log.

@@ -14,46 +14,50 @@ import Bionic
 /// A body that throws after reading values that have since changed may have thrown because what
 /// it read was inconsistent: it runs again, as a commit that fails does. Only an error thrown by a
 /// body whose reads were all current is rethrown.
+///
+/// The thread's log is used unretained: the thread's slot keeps it, and only a transaction that
+/// starts inside this one's commit replaces it there, keeping it alive meanwhile (a retain and a
+/// release of the log would be two atomic operations a transaction).
 func runTransaction<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
-    var log = TransactionLog.ofThisThread
-    if log.isOpen {
-        let checkpoint = log.checkpoint()
+    let log = TransactionLog.unretainedOfThisThread
+    if log._withUnsafeGuaranteedRef({ $0.isOpen }) {
+        let checkpoint = log._withUnsafeGuaranteedRef { $0.checkpoint() }
         do {
             return try body()
         } catch {
-            log.rollBack(to: checkpoint)
+            log._withUnsafeGuaranteedRef { $0.rollBack(to: checkpoint) }
             throw error
         }
     }
-    if log.isInUse {
+    if log._withUnsafeGuaranteedRef({ $0.isInUse }) {
         // A handler of this thread's committing transaction starts one of its own.
-        let outer = log
-        log = TransactionLog()
-        TransactionLog.ofThisThread = log
-        defer { TransactionLog.ofThisThread = outer }
-        return try run(body, in: log)
+        let outer = log.takeUnretainedValue()
+        let inner = TransactionLog()
+        TransactionLog.installOnThisThread(inner)
+        defer { TransactionLog.installOnThisThread(outer) }
+        return try run(body, in: .passUnretained(inner))
     }
     return try run(body, in: log)
 }
 
 /// Runs an outermost transaction in `log` until it commits, or until its body throws with its
 /// reads current.
-private func run<R, E: Error>(_ body: () throws(E) -> R, in log: TransactionLog) throws(E) -> R {
+private func run<R, E: Error>(_ body: () throws(E) -> R, in log: Unmanaged<TransactionLog>) throws(E) -> R {
     OpenTransactions.shared.count.add(1, ordering: .relaxed)
-    log.open()
+    log._withUnsafeGuaranteedRef { $0.open() }
     defer {
-        log.close()
+        log._withUnsafeGuaranteedRef { $0.close() }
         OpenTransactions.shared.count.subtract(1, ordering: .relaxed)
     }
     var attempt = 0
     while true {
         do {
             let result = try body()
-            if log.commit() { return result }
+            if log._withUnsafeGuaranteedRef({ $0.commit() }) { return result }
         } catch {
-            if log.isCurrent() { throw error }
+            if log._withUnsafeGuaranteedRef({ $0.isCurrent() }) { throw error }
         }
-        log.removeAll()
+        log._withUnsafeGuaranteedRef { $0.removeAll() }
         attempt += 1
         backOff(attempt)
     }
