@@ -48,7 +48,7 @@ final class LeafDerivation<Value>: @unchecked Sendable {
     var claimedChange: PendingChange<Value>?
     @usableFromInline
     @exclusivity(unchecked)
-    var claimedSubscribers: ContiguousArray<Subscriber<Value>> = []
+    var claimedSubscribers = UnretainedSubscribers<Value>()
     @usableFromInline
     @exclusivity(unchecked)
     var claimedOthers: Audience<Value>?
@@ -150,7 +150,7 @@ final class LeafDerivation<Value>: @unchecked Sendable {
             // After the current delivery, as any write made inside a handler is: this thread holds
             // the claim until then, so these are its own.
             claimedChange = change
-            claimedSubscribers = storage.audience.subscribers
+            claimedSubscribers = UnretainedSubscribers(storage.audience.subscribers)
             if storage.audience.hasProjectionsOrListeners { claimedOthers = storage.audience }
             lock.unlock()
             observation.tellChanged()
@@ -164,7 +164,7 @@ final class LeafDerivation<Value>: @unchecked Sendable {
             }
             return value
         }
-        let subscribers = storage.audience.subscribers
+        let subscribers = UnretainedSubscribers(storage.audience.subscribers)
         let others = storage.audience.hasProjectionsOrListeners ? storage.audience : nil
         lock.unlock()
         observation.tellChanged()
@@ -181,8 +181,8 @@ final class LeafDerivation<Value>: @unchecked Sendable {
     func deliverClaimed(in context: DeliveryContext) {
         let change = claimedChange.unsafelyUnwrapped
         claimedChange = nil
-        var subscribers: ContiguousArray<Subscriber<Value>> = []
-        swap(&subscribers, &claimedSubscribers)
+        let subscribers = claimedSubscribers
+        claimedSubscribers = UnretainedSubscribers()
         let others = claimedOthers
         claimedOthers = nil
         if change.depth == 0 || storage.admitChainStep(depth: change.depth, version: change.version, in: context) {

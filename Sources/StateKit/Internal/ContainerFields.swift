@@ -114,10 +114,22 @@ extension State {
         set { fields.pointee.runsHook = newValue }
     }
 
+    /// Every change to the audience goes through `_modify`, which first retires the subscriber
+    /// list when someone holds the claim and may be reading it unretained
+    /// (``UnretainedSubscribers``).
     @inlinable
     var audience: Audience<Value> {
         _read { yield fields.pointee.audience }
-        _modify { yield &fields.pointee.audience }
+        _modify {
+            if !deliveryClaim.isFree { retireSubscribersLocked() }
+            yield &fields.pointee.audience
+        }
+    }
+
+    /// Not inlined into every change of the audience: it runs only while someone delivers.
+    @inlinable @inline(never)
+    final func retireSubscribersLocked() {
+        fields.pointee.delivery.retire(fields.pointee.audience.subscribers, claim: deliveryClaim)
     }
 
     var projectionIndex: [AnyKeyPath: ProjectionGroup<Value>] {

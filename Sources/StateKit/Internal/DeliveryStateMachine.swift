@@ -15,7 +15,7 @@ import Synchronization
 /// | ---------- | ------------------- | --------- |
 /// | idle       | `free`              | empty     |
 /// | delivering | `claimed`           | empty     |
-/// | backlogged | `claimedWithQueue`  | not empty |
+/// | backlogged | `claimedWithQueue`  | not empty, or subscriber lists retired |
 ///
 /// Transitions:
 ///
@@ -31,6 +31,7 @@ import Synchronization
 /// | backlogged | ``next(for:isOverflow:claim:)``, head is the caller's | delivering or backlogged | ``Next/deliver(_:wakingWriters:)`` |
 /// | backlogged | ``next(for:isOverflow:claim:)``, head is another's  | backlogged | ``Next/handOff(_:)``: the overflow deliverer takes over |
 /// | backlogged | ``next(for:isOverflow:claim:)`` by the overflow deliverer | delivering or backlogged | ``Next/deliver(_:wakingWriters:)`` |
+/// | delivering or backlogged | ``retire(_:claim:)`` (the audience changes) | backlogged | none: the deliverer comes for the list with ``takeRetired()`` before it lets go |
 ///
 /// The rules this encodes (see the "Delivery semantics" article):
 /// - A writer delivers its own change and the chain its own handlers write, never changes other
@@ -67,6 +68,10 @@ struct DeliveryStateMachine<Value> {
     /// Writers waiting for the queue to go below ``pendingLimit``.
     @usableFromInline
     var waitingWriters: [DispatchSemaphore] = []
+    /// Subscriber lists the audience replaced while the claim was held, kept for the claim's holder,
+    /// which may be reading them unretained (``UnretainedSubscribers``).
+    @usableFromInline
+    var retiredSubscribers: [ContiguousArray<Subscriber<Value>>] = []
     /// Where the overflow deliverer runs; made on the first hand-off. A private serial queue, not
     /// a global one: it gets a thread even when every thread of the global pool is blocked (on
     /// Linux that pool is as wide as the machine, and writers waiting at the limit would starve
@@ -140,6 +145,25 @@ struct DeliveryStateMachine<Value> {
         return isInsideHandler ? .queuedOverLimit(semaphore) : .queuedAtLimit(semaphore)
     }
 
+    /// Keeps `subscribers`, the list a change to the audience is about to replace, alive and
+    /// unchanged while the claim's holder may read it, and makes the holder come for it before it
+    /// lets go. Call it with the lock held.
+    @inlinable
+    mutating func retire(_ subscribers: ContiguousArray<Subscriber<Value>>, claim: DeliveryClaim) {
+        guard !claim.isFree, claim.markQueued() else { return }
+        retiredSubscribers.append(subscribers)
+    }
+
+    /// Hands the claim's holder the lists retired since it last asked, to release once it has
+    /// unlocked. Call it with the lock held, before ``next(for:isOverflow:claim:)``.
+    @inlinable
+    mutating func takeRetired() -> [ContiguousArray<Subscriber<Value>>] {
+        guard !retiredSubscribers.isEmpty else { return [] }
+        var retired: [ContiguousArray<Subscriber<Value>>] = []
+        swap(&retired, &retiredSubscribers)
+        return retired
+    }
+
     /// The deliverer's next step after ``DeliveryClaim/finishUnlessQueued()`` found items queued. Call it with
     /// the lock held.
     ///
@@ -173,8 +197,9 @@ struct DeliveryStateMachine<Value> {
         #if DEBUG
         let state = claim.state.load(ordering: .acquiring)
         precondition(
-            (state == DeliveryClaim.claimedWithQueue) == !queue.isEmpty,
-            "delivery claim \(state) does not match a queue of \(queue.count)")
+            (state == DeliveryClaim.claimedWithQueue) == (!queue.isEmpty || !retiredSubscribers.isEmpty),
+            "delivery claim \(state) does not match a queue of \(queue.count) and "
+                + "\(retiredSubscribers.count) retired lists")
         precondition(
             waitingWriters.isEmpty || state == DeliveryClaim.claimedWithQueue, "writers wait on an idle container")
         #endif

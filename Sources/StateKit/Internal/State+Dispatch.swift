@@ -39,9 +39,9 @@ extension State {
             origin: context.id,
             changeOrigin: origin
         )
-        // Only the subscriber list is copied when there is nobody else: each array copied out of
-        // the lock is a retain and a release on every write.
-        let subscribers = audience.subscribers
+        // Only the subscriber list is read when there is nobody else, and without a retain: each
+        // array copied out of the lock is a retain and a release on every write.
+        let subscribers = UnretainedSubscribers(audience.subscribers)
         let others = audience.hasProjectionsOrListeners ? audience : nil
         lock.unlock()
         context.beginOutermost()
@@ -69,21 +69,26 @@ extension State {
 
     /// Hands `change` to the subscribers, then to the projections and listeners of `others`,
     /// then hands on the change of a derived state that one of the subscribers computed (see
-    /// ``DeliveryContext/holdDerivedChange(of:deliver:)``).
+    /// ``DeliveryContext/holdDerivedChange(of:deliver:)``). The subscribers stay alive until the
+    /// caller lets go of the claim, or of its copy of the list.
     @inlinable
     final func notify(
         _ change: PendingChange<Value>,
-        subscribers: ContiguousArray<Subscriber<Value>>,
+        subscribers: UnretainedSubscribers<Value>,
         others: Audience<Value>?,
         in context: DeliveryContext
     ) {
-        for subscriber in subscribers where subscriber.startVersion < change.version {
-            subscriber.receive(record(of: change), value: change.newValue, depth: change.depth, in: context)
+        for index in 0..<subscribers.count {
+            subscribers[index]._withUnsafeGuaranteedRef { subscriber in
+                if subscriber.startVersion < change.version {
+                    subscriber.receive(record(of: change), value: change.newValue, depth: change.depth, in: context)
+                }
+            }
         }
         if let others {
             notifyProjectionsAndListeners(change, audience: others)
         }
-        withExtendedLifetime(subscribers) { context.deliverHeldDerivedChange() }
+        context.deliverHeldDerivedChange()
     }
 
     /// The public record of `change`.
@@ -190,6 +195,9 @@ extension State {
     @inlinable
     final func deliverNextQueued(in context: DeliveryContext, isOverflow: Bool) -> Bool {
         lock.lock()
+        // Released as this returns, outside the lock: the claim's holder no longer reads them.
+        let retired = fields.pointee.delivery.takeRetired()
+        defer { withExtendedLifetime(retired) {} }
         let next = fields.pointee.delivery.next(for: context.id, isOverflow: isOverflow, claim: deliveryClaim)
         checkInvariantsLocked()
         switch next {
@@ -245,8 +253,8 @@ extension State {
         context.depth = change.depth
         if runsHook && !change.isAnnouncedByHand { runHooks(in: context) }
         notify(
-            change, subscribers: audience.subscribers, others: audience.hasProjectionsOrListeners ? audience : nil,
-            in: context)
+            change, subscribers: UnretainedSubscribers(audience.subscribers),
+            others: audience.hasProjectionsOrListeners ? audience : nil, in: context)
     }
 
     /// Whether a handler-triggered change may be delivered, or is the step that closes a cycle.

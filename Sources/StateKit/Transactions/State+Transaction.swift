@@ -96,7 +96,7 @@ extension State {
                     }
                     if mayClaim && state.mayClaimLocked {
                         state.deliveryClaim.take()
-                        entry.claimedSubscribers = state.audience.subscribers
+                        entry.claimedSubscribers = UnretainedSubscribers(state.audience.subscribers)
                         entry.isClaimedWithOthers = state.audience.hasProjectionsOrListeners
                         state.lock.unlock()
                         return true
@@ -119,8 +119,8 @@ extension State {
                         origin: context.id,
                         changeOrigin: entry.origin
                     )
-                    var subscribers: ContiguousArray<Subscriber<Value>> = []
-                    swap(&subscribers, &entry.claimedSubscribers)
+                    let subscribers = entry.claimedSubscribers
+                    entry.claimedSubscribers = UnretainedSubscribers()
                     // Projections and listeners are read now, as a queued change's are: one that
                     // joined since starts after this version, and one that left is not called.
                     var others: Audience<Value>?

@@ -136,7 +136,7 @@ final class TypedTransactionEntry<Value>: TransactionEntry {
     /// ``TransactionEntry/isClaimed``); empty otherwise.
     @usableFromInline
     @exclusivity(unchecked)
-    var claimedSubscribers: ContiguousArray<Subscriber<Value>> = []
+    var claimedSubscribers = UnretainedSubscribers<Value>()
 
     @inlinable
     init(container: State<Value>, operations: TransactionOperations) {
