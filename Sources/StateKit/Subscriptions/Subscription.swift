@@ -147,8 +147,15 @@ final class Subscriber<Element>: SubscriptionEntry, @unchecked Sendable {
         case sourceChanged((Unmanaged<AnyObject>, DeliveryContext) -> Void)
     }
 
+    /// The handler, unless it is a value handler without a queue (the common case): that one is
+    /// ``valueHandler``.
     @usableFromInline
-    let handler: Handler
+    let handler: Handler?
+    /// A value handler called on the delivering thread. A closure in a field of its own is called
+    /// in place; one in an enum's payload is copied out first, a retain and a release of what it
+    /// captures on every call.
+    @usableFromInline
+    let valueHandler: ((Element) -> Void)?
     /// `nil` delivers synchronously on the delivering thread.
     @usableFromInline
     let queue: DispatchQueue?
@@ -169,7 +176,13 @@ final class Subscriber<Element>: SubscriptionEntry, @unchecked Sendable {
         onOwnerReleased: (@Sendable () -> Void)? = nil,
         keeping keptAlive: AnyObject? = nil
     ) {
-        self.handler = handler
+        if queue == nil, case .value(let body) = handler {
+            self.handler = nil
+            self.valueHandler = body
+        } else {
+            self.handler = handler
+            self.valueHandler = nil
+        }
         self.queue = queue
         self.keptAlive = keptAlive
         super.init(owner: owner, group: group, startVersion: startVersion, onOwnerReleased: onOwnerReleased)
@@ -178,7 +191,7 @@ final class Subscriber<Element>: SubscriptionEntry, @unchecked Sendable {
     /// Whether this subscriber wants old values and timestamps, not just new values.
     @inlinable
     var wantsChanges: Bool {
-        if case .change = handler { return true }
+        if case .change? = handler { return true }
         return false
     }
 
@@ -192,16 +205,17 @@ final class Subscriber<Element>: SubscriptionEntry, @unchecked Sendable {
         in context: @autoclosure () -> DeliveryContext
     ) {
         guard isActive else { return }
+        if let valueHandler { return valueHandler(value) }
         guard let queue else {
             switch handler {
-            case .value(let body): body(value)
-            case .change(let body): body(change())
-            case .sourceChanged(let body): body(.passUnretained(keptAlive.unsafelyUnwrapped), context())
+            case .change(let body)?: body(change())
+            case .sourceChanged(let body)?: body(.passUnretained(keptAlive.unsafelyUnwrapped), context())
+            case .value, nil: preconditionFailure("a value handler without a queue is valueHandler")
             }
             return
         }
         let call: () -> Void
-        switch handler {
+        switch handler.unsafelyUnwrapped {
         case .value(let body): call = { body(value) }
         case .change(let body):
             let record = change()
@@ -223,8 +237,8 @@ final class Subscriber<Element>: SubscriptionEntry, @unchecked Sendable {
         depth: Int,
         in context: @autoclosure () -> DeliveryContext
     ) {
-        if queue == nil, case .value(let body) = handler {
-            if isActive { body(value) }
+        if let valueHandler {
+            if isActive { valueHandler(value) }
             return
         }
         receiveOtherwise(change(), value: value, depth: depth, in: context())
