@@ -103,6 +103,7 @@ class SubscriptionEntry: @unchecked Sendable {
     /// `owner` and `group` are borrowed (`__shared`; `borrowing` refuses a weak store): passed
     /// owned, the container would be retained and released around the call, and a container that
     /// has weak references keeps its counts in a side table, where that cost ~200 instructions.
+    @usableFromInline
     init(
         owner: __shared any SubscriberOwner,
         group: __shared ProjectionGroupBase? = nil,
@@ -166,7 +167,7 @@ final class Subscriber<Element>: SubscriptionEntry, @unchecked Sendable {
     @usableFromInline
     let keptAlive: AnyObject?
 
-    @usableFromInline
+    @inlinable
     init(
         owner: __shared any SubscriberOwner,
         group: __shared ProjectionGroupBase? = nil,
