@@ -19,9 +19,10 @@ import Synchronization
 public final class Subscription: Hashable, @unchecked Sendable {
     @usableFromInline
     let entry: Atomic<UnsafeMutableRawPointer?>
-    /// The container that delivers to it, to tell whether it is still there.
+    /// The container that delivers to it, to tell whether it is still there: an `AnyObject`, half
+    /// the size of an existential, since only its presence is read.
     @usableFromInline
-    weak let owner: (any SubscriberOwner)?
+    weak let owner: AnyObject?
 
     /// A token for `entry`, whose owner is `owner`: passed in (borrowed), not read from the
     /// entry, since loading a weak reference retains and releases its object.
