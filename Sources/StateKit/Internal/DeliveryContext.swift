@@ -31,8 +31,8 @@ struct PendingDelivery {
 /// delivery hands on as soon as the source's own handlers have run; see
 /// ``DeliveryContext/holdDerivedChange(of:deliver:)``.
 ///
-/// The derived state is not retained: the source's subscriber list, which the delivery holds
-/// until it hands the change on, keeps it alive.
+/// The derived state is not retained: the source's subscriber list keeps it alive, and the
+/// delivery's claim keeps that list until it hands the change on (``UnretainedSubscribers``).
 @usableFromInline
 struct HeldDerivedChange {
     let derivation: Unmanaged<AnyObject>
