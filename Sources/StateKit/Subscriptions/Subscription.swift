@@ -149,15 +149,16 @@ final class Subscriber<Element>: SubscriptionEntry, @unchecked Sendable {
         case sourceChanged((Unmanaged<AnyObject>, DeliveryContext) -> Void)
     }
 
-    /// The handler, unless it is a value handler without a queue (the common case): that one is
+    /// The handler, or `nil` for a value handler without a queue (the common case): that one is
     /// ``valueHandler``.
     @usableFromInline
     let handler: Handler?
-    /// A value handler called on the delivering thread. A closure in a field of its own is called
-    /// in place; one in an enum's payload is copied out first, a retain and a release of what it
+    /// A value handler called on the delivering thread, or one that does nothing when
+    /// ``handler`` is set. A closure in a non-optional field of its own is called in place; one in
+    /// an enum's payload or an `Optional` is copied out first, a retain and a release of what it
     /// captures on every call.
     @usableFromInline
-    let valueHandler: ((Element) -> Void)?
+    let valueHandler: (Element) -> Void
     /// `nil` delivers synchronously on the delivering thread.
     @usableFromInline
     let queue: DispatchQueue?
@@ -183,7 +184,7 @@ final class Subscriber<Element>: SubscriptionEntry, @unchecked Sendable {
             self.valueHandler = body
         } else {
             self.handler = handler
-            self.valueHandler = nil
+            self.valueHandler = { _ in }
         }
         self.queue = queue
         self.keptAlive = keptAlive
@@ -207,7 +208,7 @@ final class Subscriber<Element>: SubscriptionEntry, @unchecked Sendable {
         in context: @autoclosure () -> DeliveryContext
     ) {
         guard isActive else { return }
-        if let valueHandler { return valueHandler(value) }
+        guard handler != nil else { return valueHandler(value) }
         guard let queue else {
             switch handler {
             case .change(let body)?: body(change())
@@ -239,7 +240,7 @@ final class Subscriber<Element>: SubscriptionEntry, @unchecked Sendable {
         depth: Int,
         in context: @autoclosure () -> DeliveryContext
     ) {
-        if let valueHandler {
+        if handler == nil {
             if isActive { valueHandler(value) }
             return
         }
