@@ -58,4 +58,15 @@ final class RegisteredCounter: Observable, Sendable {
         storage.withLock { $0 += 1 }
         registrar.didSet(self, keyPath: Self.valuePath)
     }
+
+    /// Scenario 2r's bound: a thread-safe write that, like `@Observable`'s setter, tells the
+    /// registrar nothing of an equal value. The comparison takes the lock, and the registrar must
+    /// be told outside it (its `willSet` runs `withObservationTracking`'s `onChange`, which may
+    /// read the value), so the store takes it again.
+    func write(_ newValue: Int) {
+        guard storage.withLock({ $0 != newValue }) else { return }
+        registrar.willSet(self, keyPath: Self.valuePath)
+        storage.withLock { $0 = newValue }
+        registrar.didSet(self, keyPath: Self.valuePath)
+    }
 }

@@ -21,6 +21,7 @@ let benchmarks: @Sendable () -> Void = {
     registerScalarScenarios(SeedPeer.self)
     registerScalarScenarios(CombinePeer.self)
     registerScalarScenarios(ObservationPeer.self)
+    registerObservableWriteBound()
     registerFanOut()
     registerSamePath()
     registerContention()
@@ -80,6 +81,21 @@ func registerScalarScenarios<P: Peer>(_ type: P.Type) {
         for _ in benchmark.scaledIterations { tokens.append(peer.listen(handler)) }
         benchmark.stopMeasurement()
         for token in tokens { peer.cancel(token) }
+    }
+}
+
+/// Scenario 2r's bound, in the Observation column: what any thread-safe `Observable` container
+/// that skips equal values must do to write once its value has been read (``RegisteredCounter``).
+/// `@Observable`'s own write takes no lock; StateKit's containers must.
+func registerObservableWriteBound() {
+    let counter = RegisteredCounter()
+    blackHole(counter.value)
+    var next = 0
+    Benchmark("2r bound: a locked write told to the registrar, 0 subscribers/Observation") { benchmark in
+        for _ in benchmark.scaledIterations {
+            next &+= 1
+            counter.write(next)
+        }
     }
 }
 
