@@ -28,7 +28,7 @@ class TransactionEntry {
     /// The container's version field; read it with `lock` held.
     @usableFromInline
     let version: UnsafePointer<UInt64>
-    /// The container's.
+    /// The container's. Call its functions through ``withOperations(_:)``.
     @usableFromInline
     unowned(unsafe) let operations: TransactionOperations
     /// The container, while a transaction uses the entry.
@@ -81,6 +81,13 @@ class TransactionEntry {
     @usableFromInline
     @exclusivity(unchecked)
     var origin = ChangeOrigin.local
+
+    /// Calls `body` with the container's operations, borrowed: a function of theirs reached
+    /// through the `unowned(unsafe)` reference was copied before each call, a retain and a release.
+    @inlinable
+    final func withOperations<Result>(_ body: (TransactionOperations) -> Result) -> Result {
+        Unmanaged.passUnretained(operations)._withUnsafeGuaranteedRef(body)
+    }
 
     @usableFromInline
     init(container: AnyObject, lock: Lock, version: UnsafePointer<UInt64>, operations: TransactionOperations) {

@@ -183,8 +183,7 @@ final class TransactionLog {
     /// spare, holding no value.
     func removeAll() {
         for entry in entries {
-            let operations = entry._withUnsafeGuaranteedRef { Unmanaged.passUnretained($0.operations) }
-            operations._withUnsafeGuaranteedRef { $0.recycle(entry) }
+            entry._withUnsafeGuaranteedRef { $0.withOperations { $0.recycle(entry) } }
         }
         count = 0
         if !positions.isEmpty { positions.removeAll() }
@@ -199,7 +198,7 @@ final class TransactionLog {
     func checkpoint() -> Checkpoint {
         Checkpoint(
             count: entries.count,
-            restores: entries.map { entry in entry._withUnsafeGuaranteedRef { $0.operations.checkpoint($0) } })
+            restores: entries.map { entry in entry._withUnsafeGuaranteedRef { entry in entry.withOperations { $0.checkpoint(entry) } } })
     }
 
     /// Undoes what a nested body wrote: containers it touched first are kept as reads (so the
@@ -209,7 +208,7 @@ final class TransactionLog {
         for restore in checkpoint.restores { restore() }
         for entry in entries[checkpoint.count...] {
             entry._withUnsafeGuaranteedRef { entry in
-                entry.operations.revert(entry)
+                entry.withOperations { $0.revert(entry) }
                 entry.isWritten = false
                 entry.isAnnounced = false
             }
@@ -238,11 +237,11 @@ final class TransactionLog {
             for entry in entries { entry._withUnsafeGuaranteedRef(body) }
         }
         forEachEntry { entry in
-            if entry.isWritten { entry.isObserved = entry.operations.tellObservation(entry, true) }
+            if entry.isWritten { entry.isObserved = entry.withOperations { $0.tellObservation(entry, true) } }
         }
         defer {
             forEachEntry { entry in
-                if entry.isObserved { _ = entry.operations.tellObservation(entry, false) }
+                if entry.isObserved { _ = entry.withOperations { $0.tellObservation(entry, false) } }
             }
         }
         var isCurrent = true
@@ -255,7 +254,7 @@ final class TransactionLog {
             return false
         }
         forEachEntry { entry in
-            if entry.isWritten { entry.isChanged = entry.operations.applyLocked(entry) }
+            if entry.isWritten { entry.isChanged = entry.withOperations { $0.applyLocked(entry) } }
         }
         isOpen = false
         let context = DeliveryContext.current
@@ -270,7 +269,7 @@ final class TransactionLog {
         forEachEntry { entry in
             if entry.isChanged {
                 entry.origin = origin
-                entry.isClaimed = entry.operations.publishAndUnlock(entry, context, isOutermostDelivery)
+                entry.isClaimed = entry.withOperations { $0.publishAndUnlock(entry, context, isOutermostDelivery) }
                 isAnyClaimed = isAnyClaimed || entry.isClaimed
             } else {
                 entry.unlockContainer()
@@ -282,7 +281,7 @@ final class TransactionLog {
             let postponed = context.fields.pointee.postponesDerivedChanges
             context.fields.pointee.postponesDerivedChanges = true
             forEachEntry { entry in
-                if entry.isClaimed { entry.operations.deliverClaimed(entry, context) }
+                if entry.isClaimed { entry.withOperations { $0.deliverClaimed(entry, context) } }
             }
             context.fields.pointee.postponesDerivedChanges = postponed
         }
