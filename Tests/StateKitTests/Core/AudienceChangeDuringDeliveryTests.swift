@@ -8,13 +8,20 @@ import Testing
 /// A deliverer reads the subscriber list without retaining it; a subscribe or cancel made while
 /// it delivers, on its own thread or another, must neither change that list under it nor free
 /// the subscribers in it, and what it replaced must still be released once the delivery ends.
+/// Each test runs on a plain container, whose writes take the dispatcher's fast path, and on one
+/// with a `didModify()` hook, whose writes go through its state machine.
 @Suite struct AudienceChangeDuringDeliveryTests {
+    private static func container(hooked: Bool) -> MonitoredState<Int> {
+        hooked ? HookedCounter(0, key: uniqueKey()) : MonitoredState(0, key: uniqueKey())
+    }
+
     /// A handler cancels a later subscriber and drops its token, and subscribes more than the
     /// list has room for: the cancelled one is not called, every other one is called once, the
     /// new ones start with the value after the change, and the cancelled handler's captures are
     /// released once the write returns.
-    @Test(.timeLimit(.minutes(1))) func handlerCancelsALaterSubscriberAndSubscribesOthers() {
-        let state = MonitoredState(0, key: uniqueKey())
+    @Test(.timeLimit(.minutes(1)), arguments: [false, true])
+    func handlerCancelsALaterSubscriberAndSubscribesOthers(hooked: Bool) {
+        let state = Self.container(hooked: hooked)
         let calls = Collector<String>()
         let tokens = LockedBox<[String: Subscription]>([:])
         let first = state.subscribe { value in
@@ -48,11 +55,12 @@ import Testing
     /// One thread writes while another subscribes and cancels as fast as it can: the subscribers
     /// that stay get the first value and every change, in order; none of the churned handlers' captures outlive the
     /// run; and the audience is back to the subscribers that stay.
-    @Test(.timeLimit(.minutes(1))) func churnWhileAnotherThreadDelivers() async {
+    @Test(.timeLimit(.minutes(1)), arguments: [false, true])
+    func churnWhileAnotherThreadDelivers(hooked: Bool) async {
         let writes = 10_000
         let churns = 10_000
         let outcome = await contending {
-            let state = MonitoredState(0, key: uniqueKey())
+            let state = Self.container(hooked: hooked)
             let seen = (0..<3).map { _ in Collector<Int>() }
             let tokens = seen.enumerated().map { index, seen in
                 index == 1
