@@ -198,7 +198,9 @@ final class TransactionLog {
     func checkpoint() -> Checkpoint {
         Checkpoint(
             count: entries.count,
-            restores: entries.map { entry in entry._withUnsafeGuaranteedRef { entry in entry.withOperations { $0.checkpoint(entry) } } })
+            restores: entries.map { entry in
+                entry._withUnsafeGuaranteedRef { entry in entry.withOperations { $0.checkpoint(entry) } }
+            })
     }
 
     /// Undoes what a nested body wrote: containers it touched first are kept as reads (so the
