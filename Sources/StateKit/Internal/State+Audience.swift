@@ -25,7 +25,7 @@ extension State: SubscriberOwner {
             owner: self, startVersion: storedVersion, queue: queue, handler: handler,
             onOwnerReleased: onContainerReleased, keeping: keptAlive)
         if subscriber.wantsChanges { audience.changeSubscriberCount += 1 }
-        let subscription = Subscription(subscriber, owner: self)
+        let subscription = Subscription(subscriber)
         // The list takes the reference made here rather than a retained copy (an atomic pair a
         // subscribe); the token, which nobody else has yet, keeps the subscriber alive after.
         let kept = Unmanaged.passUnretained(subscriber)

@@ -17,7 +17,7 @@ final class SequenceBinding: SubscriberOwner, @unchecked Sendable {
     ) -> Subscription {
         let binding = SequenceBinding()
         let entry = SubscriptionEntry(owner: binding, startVersion: 0)
-        let subscription = Subscription(entry, owner: binding)
+        let subscription = Subscription(entry)
         let task = Task {
             defer { withExtendedLifetime(binding) {} }
             do {

@@ -202,7 +202,7 @@ extension State {
             onOwnerReleased: onRootReleased, keeping: keptAlive)
         group.subscribers.append(subscriber)
         audienceChangedLocked()
-        let subscription = Subscription(subscriber, owner: self)
+        let subscription = Subscription(subscriber)
         if sendsCurrentValue {
             scheduleInitialValueAndUnlock(current, to: subscriber, in: context)
         } else {

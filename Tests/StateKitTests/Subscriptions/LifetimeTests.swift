@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Synchronization
 import Testing
 
 @testable import StateKit
@@ -76,6 +77,64 @@ import Testing
             }
         }
         #expect(left == 0)
+    }
+
+    /// `isActive` reads a token's subscriber while another thread's `cancel()` lets go of it: two
+    /// threads read each token until it reads inactive while a third cancels them in order. No
+    /// read touches a released subscriber, no token reads active again after reading inactive,
+    /// and every handler's captures are released.
+    @Test(.timeLimit(.minutes(1))) func isActiveWhileAnotherThreadCancels() async {
+        let count = 20_000
+        let outcome = await contending {
+            let states = (0..<100).map { _ in MonitoredState(0, key: uniqueKey()) }
+            let released = ReleaseCount()
+            let tokens = (0..<count).map { index in
+                let captured = ReleaseCounted(released)
+                return states[index % states.count].subscribe { _ in captured.touch() }
+            }
+            let reactivated = Atomic<Int>(0)
+            DispatchQueue.concurrentPerform(iterations: 3) { thread in
+                guard thread > 0 else {
+                    for token in tokens { token.cancel() }
+                    return
+                }
+                for token in tokens {
+                    while token.isActive {}
+                    if token.isActive { reactivated.add(1, ordering: .relaxed) }
+                }
+            }
+            return (
+                reactivated.load(ordering: .relaxed), tokens.count { $0.isActive },
+                released.value.load(ordering: .acquiring), states.reduce(0) { $0 + $1.subscriberCount }
+            )
+        }
+        #expect(outcome.0 == 0)
+        #expect(outcome.1 == 0)
+        #expect(outcome.2 == count)
+        #expect(outcome.3 == 0)
+    }
+
+    /// A `cancel()` does not release the subscriber while an `isActive` on another thread may be
+    /// reading it: here a reader that counted itself and has not finished (as one preempted
+    /// between its load and its read would be). The cancel ends once the reader does, and only
+    /// then are the handler's captures released.
+    @Test(.timeLimit(.minutes(1))) func cancelWaitsForAReaderOfTheSubscriber() {
+        let state = MonitoredState(0, key: uniqueKey())
+        let released = ReleaseCount()
+        let subscribe = { (captured: ReleaseCounted) in state.subscribe { _ in captured.touch() } }
+        let token = subscribe(ReleaseCounted(released))
+        token.readers.add(1, ordering: .sequentiallyConsistent)
+        let cancelled = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            token.cancel()
+            cancelled.signal()
+        }
+        #expect(cancelled.wait(timeout: .now() + .milliseconds(200)) == .timedOut)
+        #expect(state.subscriberCount == 0)
+        #expect(released.value.load(ordering: .acquiring) == 0)
+        token.readers.subtract(1, ordering: .releasing)
+        #expect(cancelled.wait(timeout: .now() + .seconds(30)) == .success)
+        #expect(released.value.load(ordering: .acquiring) == 1)
     }
 
     @Test func cancelledSubscriptionIsNotActiveWhileItsContainerLives() {
@@ -165,6 +224,26 @@ import Testing
         ping.detach(listener: toPong)
         ping.modify(-1)
         #expect(ping.value == -1)
+    }
+}
+
+/// Counts the releases of the ``ReleaseCounted`` objects made with it.
+private final class ReleaseCount: Sendable {
+    let value = Atomic<Int>(0)
+}
+
+/// Something a handler captures; counts its release.
+private final class ReleaseCounted: Sendable {
+    let count: ReleaseCount
+
+    init(_ count: ReleaseCount) {
+        self.count = count
+    }
+
+    func touch() {}
+
+    deinit {
+        count.value.add(1, ordering: .releasing)
     }
 }
 
