@@ -125,12 +125,15 @@ import Testing
         let token = subscribe(ReleaseCounted(released))
         token.readers.add(1, ordering: .sequentiallyConsistent)
         let cancelled = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
+        Thread {
             token.cancel()
             cancelled.signal()
-        }
-        #expect(cancelled.wait(timeout: .now() + .milliseconds(200)) == .timedOut)
+        }.start()
+        // The cancel has taken the subscriber out of the container; it must go no further.
+        let deadline = Date() + 30
+        while state.subscriberCount != 0 && Date() < deadline { usleep(1_000) }
         #expect(state.subscriberCount == 0)
+        #expect(cancelled.wait(timeout: .now() + .milliseconds(200)) == .timedOut)
         #expect(released.value.load(ordering: .acquiring) == 0)
         token.readers.subtract(1, ordering: .releasing)
         #expect(cancelled.wait(timeout: .now() + .seconds(30)) == .success)
