@@ -65,10 +65,15 @@ public final class Subscription: Hashable, @unchecked Sendable {
     }
 
     /// Waits until no ``isActive`` that loaded the subscriber before ``cancel()`` took it is still
-    /// reading it: a few loads, unless the reading thread was preempted.
+    /// reading it: a few loads, unless the reading thread was preempted; then this one sleeps in
+    /// short steps rather than spin, so that the reader gets a core.
     @inline(never)
     private func waitForReaders() {
-        while readers.load(ordering: .sequentiallyConsistent) != 0 { sched_yield() }
+        var attempts = 0
+        while readers.load(ordering: .sequentiallyConsistent) != 0 {
+            attempts += 1
+            if attempts < 64 { sched_yield() } else { usleep(50) }
+        }
     }
 
     /// Whether the subscription is still live: not cancelled, and its container still exists.
