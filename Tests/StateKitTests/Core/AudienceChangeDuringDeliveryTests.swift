@@ -103,23 +103,3 @@ import Testing
 private final class Captured: Sendable {
     let name = "captured"
 }
-
-/// Counts the deallocations of the ``CountedRelease`` objects made with it.
-private final class ReleaseCounter: Sendable {
-    let count = Atomic<Int>(0)
-}
-
-/// Something a churned handler captures; tells its counter when it goes.
-private final class CountedRelease: Sendable {
-    let counter: ReleaseCounter
-
-    init(_ counter: ReleaseCounter) {
-        self.counter = counter
-    }
-
-    func touch() {}
-
-    deinit {
-        counter.count.add(1, ordering: .releasing)
-    }
-}

@@ -87,9 +87,9 @@ import Testing
         let count = 20_000
         let outcome = await contending {
             let states = (0..<100).map { _ in MonitoredState(0, key: uniqueKey()) }
-            let released = ReleaseCount()
+            let released = ReleaseCounter()
             let tokens = (0..<count).map { index in
-                let captured = ReleaseCounted(released)
+                let captured = CountedRelease(released)
                 return states[index % states.count].subscribe { _ in captured.touch() }
             }
             let reactivated = Atomic<Int>(0)
@@ -105,7 +105,7 @@ import Testing
             }
             return (
                 reactivated.load(ordering: .relaxed), tokens.count { $0.isActive },
-                released.value.load(ordering: .acquiring), states.reduce(0) { $0 + $1.subscriberCount }
+                released.count.load(ordering: .acquiring), states.reduce(0) { $0 + $1.subscriberCount }
             )
         }
         #expect(outcome.0 == 0)
@@ -120,9 +120,9 @@ import Testing
     /// then are the handler's captures released.
     @Test(.timeLimit(.minutes(1))) func cancelWaitsForAReaderOfTheSubscriber() {
         let state = MonitoredState(0, key: uniqueKey())
-        let released = ReleaseCount()
-        let subscribe = { (captured: ReleaseCounted) in state.subscribe { _ in captured.touch() } }
-        let token = subscribe(ReleaseCounted(released))
+        let released = ReleaseCounter()
+        let subscribe = { (captured: CountedRelease) in state.subscribe { _ in captured.touch() } }
+        let token = subscribe(CountedRelease(released))
         token.readers.add(1, ordering: .sequentiallyConsistent)
         let cancelled = DispatchSemaphore(value: 0)
         Thread {
@@ -134,10 +134,10 @@ import Testing
         while state.subscriberCount != 0 && Date() < deadline { usleep(1_000) }
         #expect(state.subscriberCount == 0)
         #expect(cancelled.wait(timeout: .now() + .milliseconds(200)) == .timedOut)
-        #expect(released.value.load(ordering: .acquiring) == 0)
+        #expect(released.count.load(ordering: .acquiring) == 0)
         token.readers.subtract(1, ordering: .releasing)
         #expect(cancelled.wait(timeout: .now() + .seconds(30)) == .success)
-        #expect(released.value.load(ordering: .acquiring) == 1)
+        #expect(released.count.load(ordering: .acquiring) == 1)
     }
 
     @Test func cancelledSubscriptionIsNotActiveWhileItsContainerLives() {
@@ -227,26 +227,6 @@ import Testing
         ping.detach(listener: toPong)
         ping.modify(-1)
         #expect(ping.value == -1)
-    }
-}
-
-/// Counts the releases of the ``ReleaseCounted`` objects made with it.
-private final class ReleaseCount: Sendable {
-    let value = Atomic<Int>(0)
-}
-
-/// Something a handler captures; counts its release.
-private final class ReleaseCounted: Sendable {
-    let count: ReleaseCount
-
-    init(_ count: ReleaseCount) {
-        self.count = count
-    }
-
-    func touch() {}
-
-    deinit {
-        count.value.add(1, ordering: .releasing)
     }
 }
 
