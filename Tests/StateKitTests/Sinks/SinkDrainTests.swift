@@ -3,8 +3,9 @@ import Testing
 
 @testable import StateKit  // SinkPipelineCensus: how many sink pipelines still run
 
-/// A released container's sinks drain for a bounded time, then stop.
-@Suite(.timeLimit(.minutes(2))) struct SinkDrainTests {
+/// A released container's sinks drain for a bounded time, then stop. Three minutes: one test
+/// waits for its turn to contend (see `contending`).
+@Suite(.timeLimit(.minutes(3))) struct SinkDrainTests {
     init() { DiagnosticsRecorder.start() }
 
     /// Waits (polling, bounded) until no pipeline of `key` runs; returns whether that happened.

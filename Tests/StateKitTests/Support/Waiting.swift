@@ -45,7 +45,9 @@ func awayFromThePool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> 
 /// For tests that start threads contending for a container: run together, a dozen of them
 /// oversubscribe a 2-core machine (more so under the thread sanitizer) until each takes minutes.
 /// The wait for the turn counts toward the caller's time limit, and under the thread sanitizer on
-/// 2 cores the whole queue takes about a minute: give such a test `.timeLimit(.minutes(3))`.
+/// 2 cores the whole queue takes about a minute: give such a test (and one that calls the async
+/// ``onThreads(_:stackSize:_:)``, which runs here) `.timeLimit(.minutes(3))`, and its suite no
+/// shorter limit, since the shortest applies.
 func contending<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
     await ContentionTurn.shared.take()
     let result = await awayFromThePool(body)
