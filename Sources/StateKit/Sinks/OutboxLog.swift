@@ -47,6 +47,9 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
     let sendTurn = SendTurn()
     private let lock = Lock()
     private let lockFile: Int32
+    /// Whether `lockFile` is closed yet: the registry waits for it before opening the file again
+    /// (see ``OutboxLogRegistry``).
+    let lockFileState = LockFileState()
     private var handle: FileHandle?
     private var endOffset: UInt64 = 0
     private var positions = FIFOQueue<Position>()
@@ -69,6 +72,7 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
     deinit {
         try? handle?.close()
         close(lockFile)
+        lockFileState.markClosed()
     }
 
     /// Opens the log at `fileURL` for the container `key`, taking the process-wide lock on it.

@@ -79,6 +79,41 @@ import Testing
         withExtendedLifetime(second) {}
     }
 
+    /// A container made on the file just as this process's previous log of it is torn down
+    /// (released, so the registry reads it as gone, but its `deinit` has not yet closed its lock
+    /// file) waits for the close and logs its changes. Before, it found the file locked, ran
+    /// without a log (`outboxInUse`), and a relaunch lost its offline edit: seen once as a
+    /// container without storage sending its default value where the logged edit was due.
+    @Test func aContainerMadeWhileThePreviousLogIsTornDownWaitsForItsLockAndLogs() async throws {
+        let directory = try makeDirectory()
+        defer { directory.cleanUp() }
+        let log = directory.url.appending(path: "state.outbox")
+        let key = uniqueKey()
+        // The previous log's teardown, for 50 ms: its entry's log gone, its lock file locked.
+        let path = OutboxLogRegistry.canonicalPath(log)
+        let lockFile = open(path + ".lock", O_RDWR | O_CREAT, 0o644)
+        #expect(flock(lockFile, LOCK_EX | LOCK_NB) == 0)
+        let tornDown = LockFileState()
+        OutboxLogRegistry.lock.withLock {
+            OutboxLogRegistry.logs[path] = OutboxLogRegistry.WeakLog(Gate(), lockFileState: tornDown)
+        }
+        Thread {
+            usleep(50_000)
+            close(lockFile)
+            tornDown.markClosed()
+        }.start()
+
+        let gate = Gate()
+        let sink = TestSink<Int>(gate: gate)
+        let state = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: sink) }
+        state.modify(7)
+        #expect(diagnostics(.outboxInUse, key).isEmpty)
+        #expect(try String(decoding: Data(contentsOf: log), as: UTF8.self).contains(#""newValue":7"#))
+        gate.open()
+        await state.flush()
+        #expect(sink.versions == [1])
+    }
+
     @Test func anOutboxHeldByAnotherProcessIsRefusedAndLeftIntact() async throws {
         let directory = try makeDirectory()
         defer { directory.cleanUp() }
