@@ -38,6 +38,16 @@ final class FloorPeer: Peer {
     func cancel(_ token: Int) { floor.cancel(token) }
 }
 
+/// Scenarios 6 and 7's bound (see ``TokenFloor``); registered for those two only.
+final class TokenFloorPeer: Peer {
+    static let name = "Floor"
+    let floor = TokenFloor(0)
+    var current: Int { floor.value }
+    func write(_ value: Int) { floor.modify(value) }
+    func listen(_ handler: @escaping @Sendable (Int) -> Void) -> TokenFloor.Token { floor.subscribe(handler) }
+    func cancel(_ token: TokenFloor.Token) { token.cancel() }
+}
+
 final class SeedPeer: Peer {
     /// A seed listener that hands the new value to a closure, on one serial queue shared by all.
     final class Listener: SeedStateListener {

@@ -22,6 +22,7 @@ let benchmarks: @Sendable () -> Void = {
     registerScalarScenarios(CombinePeer.self)
     registerScalarScenarios(ObservationPeer.self)
     registerObservableWriteBound()
+    registerSubscriptionBound()
     registerFanOut()
     registerSamePath()
     registerContention()
@@ -60,20 +61,34 @@ func registerScalarScenarios<P: Peer>(_ type: P.Type) {
     }
 
     // Observation cannot remove a registration, so churn would only pile registrations up.
-    if P.self != ObservationPeer.self {
-        let churned = P()
-        Benchmark("6 subscribe+cancel/\(P.name)") { benchmark in
-            for _ in benchmark.scaledIterations {
-                let token = churned.listen(handler)
-                churned.cancel(token)
-            }
+    if P.self != ObservationPeer.self { registerChurn(P.self, scenario: "6 subscribe+cancel") }
+    registerKeptSubscriptions(P.self, scenario: "7 subscribe (kept)")
+}
+
+/// Scenarios 6 and 7's bound, in the Floor column: the Floor with tokens that keep StateKit's
+/// subscription promises (``TokenFloor``).
+func registerSubscriptionBound() {
+    let token = "a token that cancels when released"
+    registerChurn(TokenFloorPeer.self, scenario: "6 bound: subscribe+cancel, \(token)")
+    registerKeptSubscriptions(TokenFloorPeer.self, scenario: "7 bound: subscribe (kept), \(token)")
+}
+
+/// Scenario 6 for one peer: a subscription made and cancelled.
+func registerChurn<P: Peer>(_ type: P.Type, scenario: String) {
+    let handler: @Sendable (Int) -> Void = { blackHole($0) }
+    let churned = P()
+    Benchmark("\(scenario)/\(P.name)") { benchmark in
+        for _ in benchmark.scaledIterations {
+            let token = churned.listen(handler)
+            churned.cancel(token)
         }
     }
+}
 
-    Benchmark(
-        "7 subscribe (kept)/\(P.name)",
-        configuration: .init(maxIterations: 50)
-    ) { benchmark in
+/// Scenario 7 for one peer: subscriptions made and kept, to count what each keeps allocated.
+func registerKeptSubscriptions<P: Peer>(_ type: P.Type, scenario: String) {
+    let handler: @Sendable (Int) -> Void = { blackHole($0) }
+    Benchmark("\(scenario)/\(P.name)", configuration: .init(maxIterations: 50)) { benchmark in
         let peer = P()
         var tokens: [P.Token] = []
         tokens.reserveCapacity(benchmark.scaledIterations.count)
