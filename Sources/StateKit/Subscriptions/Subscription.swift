@@ -109,44 +109,56 @@ protocol SubscriberOwner: AnyObject {
 }
 
 /// A subscriber's life: active until cancelled, then removed from its owner.
+///
+/// Only what every subscriber needs lives here and in ``Subscriber``: a value handler called on
+/// the delivering thread needs nothing else. The rest (a projection group, a queue, another kind
+/// of handler) is in ``SubscriberOptions``, which most subscribers do without: every field here
+/// is allocated, initialised and destroyed with each subscription.
 @usableFromInline
 class SubscriptionEntry: @unchecked Sendable {
     @usableFromInline
     let active = Atomic<Bool>(true)
+    /// Whether ``options`` holds the handler: otherwise it is ``Subscriber/valueHandler``. Beside
+    /// `active`, in its padding.
+    @usableFromInline
+    let handlerIsInOptions: Bool
     /// The container that delivers to this subscriber; weak, so tokens never keep containers alive.
-    /// A `let`, like `group`: a class `var` costs a run-time exclusivity check on each access
-    /// (measured: ~75 instructions, four times a subscribe and cancel).
+    /// A `let`: a class `var` costs a run-time exclusivity check on each access (measured: ~75
+    /// instructions, four times a subscribe and cancel).
     @usableFromInline
     weak let owner: (any SubscriberOwner)?
-    /// The projection group this subscriber belongs to, or `nil` for the container's own subscribers.
-    @usableFromInline
-    weak let group: ProjectionGroupBase?
     /// The version current when the subscriber joined; it is handed no change at or before it.
     @usableFromInline
     let startVersion: UInt64
-    /// Called if the container goes away while this subscriber is live (a `let`: a class `var`
-    /// would cost a run-time exclusivity check on every subscribe).
-    let onOwnerReleased: (@Sendable () -> Void)?
+    /// What the subscriber has beyond a value handler, if anything.
+    @usableFromInline
+    let options: SubscriberOptions?
 
-    /// `owner` and `group` are borrowed (`__shared`; `borrowing` refuses a weak store): passed
-    /// owned, the container would be retained and released around the call, and a container that
-    /// has weak references keeps its counts in a side table, where that cost ~200 instructions.
+    /// `owner` is borrowed (`__shared`; `borrowing` refuses a weak store): passed owned, the
+    /// container would be retained and released around the call, and a container that has weak
+    /// references keeps its counts in a side table, where that cost ~200 instructions.
     @usableFromInline
     init(
         owner: __shared any SubscriberOwner,
-        group: __shared ProjectionGroupBase? = nil,
         startVersion: UInt64,
-        onOwnerReleased: (@Sendable () -> Void)? = nil
+        options: SubscriberOptions? = nil,
+        handlerIsInOptions: Bool = false
     ) {
+        self.handlerIsInOptions = handlerIsInOptions
         self.owner = owner
-        self.group = group
         self.startVersion = startVersion
-        self.onOwnerReleased = onOwnerReleased
+        self.options = options
+    }
+
+    /// The projection group this subscriber belongs to, or `nil` for the container's own subscribers.
+    @inlinable
+    final var group: ProjectionGroupBase? {
+        options?.group
     }
 
     /// Tells the subscriber its container is gone; called once, from the container's `deinit`.
     final func ownerReleased() {
-        guard isActive, let onOwnerReleased else { return }
+        guard isActive, let onOwnerReleased = options?.onOwnerReleased else { return }
         onOwnerReleased()
     }
 
@@ -158,6 +170,86 @@ class SubscriptionEntry: @unchecked Sendable {
     final func cancel() {
         guard active.exchange(false, ordering: .acquiringAndReleasing) else { return }
         owner?.remove(self)
+    }
+}
+
+/// What a subscriber has beyond a value handler called on the delivering thread: the projection
+/// group it belongs to, what to call when its container goes away, a queue, what it keeps alive.
+@usableFromInline
+class SubscriberOptions: @unchecked Sendable {
+    /// The projection group the subscriber belongs to, or `nil` for a container's own subscribers.
+    @usableFromInline
+    weak let group: ProjectionGroupBase?
+    /// Called if the container goes away while the subscriber is live.
+    let onOwnerReleased: (@Sendable () -> Void)?
+    /// `nil` delivers synchronously on the delivering thread.
+    @usableFromInline
+    let queue: DispatchQueue?
+    /// What the subscriber keeps alive for as long as it lives: a derived state's engine, which a
+    /// subscription to it keeps (as a Combine `AnyCancellable` keeps its chain), or which watches
+    /// a source through it (``Subscriber/Handler/sourceChanged(_:)``).
+    @usableFromInline
+    let keptAlive: AnyObject?
+
+    @usableFromInline
+    init(
+        group: __shared ProjectionGroupBase?,
+        onOwnerReleased: (@Sendable () -> Void)?,
+        queue: DispatchQueue?,
+        keptAlive: AnyObject?
+    ) {
+        self.group = group
+        self.onOwnerReleased = onOwnerReleased
+        self.queue = queue
+        self.keptAlive = keptAlive
+    }
+}
+
+/// ``SubscriberOptions`` with a handler other than a value handler on the delivering thread.
+///
+/// Each kind of handler has a non-optional field of its own, set to one that does nothing for
+/// the other kinds: a closure in such a field is called in place, while one in an enum's payload
+/// is copied out first, a retain and a release of what it captures on every call.
+@usableFromInline
+final class HandlerOptions<Element>: SubscriberOptions, @unchecked Sendable {
+    @usableFromInline
+    enum Kind {
+        /// A value handler on a queue; the handler is ``Subscriber/valueHandler``.
+        case value
+        case change
+        case sourceChanged
+    }
+
+    @usableFromInline
+    let kind: Kind
+    @usableFromInline
+    let changeHandler: (StateChange<Element>) -> Void
+    @usableFromInline
+    let sourceChanged: (Unmanaged<AnyObject>, DeliveryContext) -> Void
+
+    @usableFromInline
+    init(
+        handler: Subscriber<Element>.Handler,
+        group: __shared ProjectionGroupBase?,
+        onOwnerReleased: (@Sendable () -> Void)?,
+        queue: DispatchQueue?,
+        keptAlive: AnyObject?
+    ) {
+        switch handler {
+        case .value:
+            kind = .value
+            changeHandler = { _ in }
+            sourceChanged = { _, _ in }
+        case .change(let body):
+            kind = .change
+            changeHandler = body
+            sourceChanged = { _, _ in }
+        case .sourceChanged(let body):
+            kind = .sourceChanged
+            changeHandler = { _ in }
+            sourceChanged = body
+        }
+        super.init(group: group, onOwnerReleased: onOwnerReleased, queue: queue, keptAlive: keptAlive)
     }
 }
 
@@ -176,25 +268,11 @@ final class Subscriber<Element>: SubscriptionEntry, @unchecked Sendable {
         case sourceChanged((Unmanaged<AnyObject>, DeliveryContext) -> Void)
     }
 
-    /// The handler, or `nil` for a value handler without a queue (the common case): that one is
-    /// ``valueHandler``.
-    @usableFromInline
-    let handler: Handler?
-    /// A value handler called on the delivering thread, or one that does nothing when
-    /// ``handler`` is set. A closure in a non-optional field of its own is called in place; one in
-    /// an enum's payload or an `Optional` is copied out first, a retain and a release of what it
-    /// captures on every call.
+    /// The value handler, or one that does nothing for another kind of handler. A closure in a
+    /// non-optional field of its own is called in place; one in an enum's payload or an
+    /// `Optional` is copied out first, a retain and a release of what it captures on every call.
     @usableFromInline
     let valueHandler: (Element) -> Void
-    /// `nil` delivers synchronously on the delivering thread.
-    @usableFromInline
-    let queue: DispatchQueue?
-
-    /// What the subscriber keeps alive for as long as it lives: a derived state's engine, which a
-    /// subscription to it keeps (as a Combine `AnyCancellable` keeps its chain), or which watches
-    /// a source through it (``Handler/sourceChanged(_:)``).
-    @usableFromInline
-    let keptAlive: AnyObject?
 
     @inlinable
     init(
@@ -206,23 +284,34 @@ final class Subscriber<Element>: SubscriptionEntry, @unchecked Sendable {
         onOwnerReleased: (@Sendable () -> Void)? = nil,
         keeping keptAlive: AnyObject? = nil
     ) {
-        if queue == nil, case .value(let body) = handler {
-            self.handler = nil
+        if case .value(let body) = handler {
             self.valueHandler = body
         } else {
-            self.handler = handler
             self.valueHandler = { _ in }
         }
-        self.queue = queue
-        self.keptAlive = keptAlive
-        super.init(owner: owner, group: group, startVersion: startVersion, onOwnerReleased: onOwnerReleased)
+        if queue == nil, case .value = handler {
+            let options =
+                group == nil && onOwnerReleased == nil && keptAlive == nil
+                ? nil
+                : SubscriberOptions(group: group, onOwnerReleased: onOwnerReleased, queue: nil, keptAlive: keptAlive)
+            super.init(owner: owner, startVersion: startVersion, options: options)
+        } else {
+            let options = HandlerOptions(
+                handler: handler, group: group, onOwnerReleased: onOwnerReleased, queue: queue, keptAlive: keptAlive)
+            super.init(owner: owner, startVersion: startVersion, options: options, handlerIsInOptions: true)
+        }
+    }
+
+    /// The options that hold the handler; only when ``SubscriptionEntry/handlerIsInOptions``.
+    @inlinable
+    var handlerOptions: HandlerOptions<Element> {
+        unsafeDowncast(options.unsafelyUnwrapped, to: HandlerOptions<Element>.self)
     }
 
     /// Whether this subscriber wants old values and timestamps, not just new values.
     @inlinable
     var wantsChanges: Bool {
-        if case .change? = handler { return true }
-        return false
+        handlerIsInOptions && handlerOptions.kind == .change
     }
 
     /// Hands `change` to the handler, on its queue if it has one. `depth` is the change's place in
@@ -235,22 +324,36 @@ final class Subscriber<Element>: SubscriptionEntry, @unchecked Sendable {
         in context: @autoclosure () -> DeliveryContext
     ) {
         guard isActive else { return }
-        guard handler != nil else { return valueHandler(value) }
-        guard let queue else {
-            switch handler {
-            case .change(let body)?: body(change())
-            case .sourceChanged(let body)?: body(.passUnretained(keptAlive.unsafelyUnwrapped), context())
-            case .value, nil: preconditionFailure("a value handler without a queue is valueHandler")
+        guard handlerIsInOptions else { return valueHandler(value) }
+        // Unretained: the subscriber keeps its options, which a strong local retained and
+        // released on every delivery.
+        unowned(unsafe) let options = handlerOptions
+        guard options.queue != nil else {
+            switch options.kind {
+            case .change: options.changeHandler(change())
+            case .sourceChanged: options.sourceChanged(.passUnretained(options.keptAlive.unsafelyUnwrapped), context())
+            case .value: preconditionFailure("a value handler without a queue has no options")
             }
             return
         }
+        receiveOnQueue(change(), value: value, depth: depth)
+    }
+
+    /// Queues the call of a subscriber whose handler runs on a queue.
+    @inlinable
+    func receiveOnQueue(_ change: @autoclosure () -> StateChange<Element>, value: Element, depth: Int) {
+        let options = handlerOptions
+        let queue = options.queue.unsafelyUnwrapped
         let call: () -> Void
-        switch handler.unsafelyUnwrapped {
-        case .value(let body): call = { body(value) }
-        case .change(let body):
+        switch options.kind {
+        case .value: call = { [valueHandler] in valueHandler(value) }
+        case .change:
             let record = change()
-            call = { body(record) }
-        case .sourceChanged(let body): call = { [self] in body(.passUnretained(keptAlive.unsafelyUnwrapped), .current) }
+            call = { [options] in options.changeHandler(record) }
+        case .sourceChanged:
+            call = { [options] in
+                options.sourceChanged(.passUnretained(options.keptAlive.unsafelyUnwrapped), .current)
+            }
         }
         enqueue(call, on: queue, depth: depth)
     }
@@ -267,7 +370,7 @@ final class Subscriber<Element>: SubscriptionEntry, @unchecked Sendable {
         depth: Int,
         in context: @autoclosure () -> DeliveryContext
     ) {
-        if handler == nil {
+        if !handlerIsInOptions {
             if isActive { valueHandler(value) }
             return
         }
