@@ -51,12 +51,15 @@ def parse(path, count):
             if line.startswith("summary:") or line.startswith("totals:"):
                 instructions = int(line.split()[1])
                 continue
-            match = re.match(r"cfn=\((\d+)\)(?: (.*))?$", line)
+            # Callgrind names a function once, at its first `fn=` or `cfn=` line, and by number
+            # after that, whichever kind of line came first.
+            match = re.match(r"(c?)fn=\((\d+)\)(?: (.*))?$", line)
             if match:
-                ident, name = match.group(1), match.group(2)
+                is_callee, ident, name = match.group(1), match.group(2), match.group(3)
                 if name is not None:
                     names[ident] = name
-                callee = names.get(ident, "")
+                if is_callee:
+                    callee = names.get(ident, "")
                 continue
             if line.startswith("calls="):
                 pending_calls = int(line.split("=")[1].split()[0])
