@@ -47,16 +47,17 @@ extension State: SubscriberOwner {
         in context: DeliveryContext
     ) {
         let version = storedVersion
-        let key = self.key
         if !context.isDelivering && mayClaimLocked {
             // Nobody delivers the container: this thread takes the claim and makes the call now,
-            // as an uncontended write delivers its change, with no closure to queue.
+            // as an uncontended write delivers its change, with no closure to queue. The key is
+            // read only if the handler wants a change record (it is a `let`): copied before the
+            // call, it was retained and released on every subscribe.
             deliveryClaim.take()
             lock.unlock()
             context.beginOutermost()
             context.depth = 0
             subscriber.receiveInGenericCode(
-                StateChange(key: key, oldValue: current, newValue: current, version: version, timestamp: Date()),
+                StateChange(key: self.key, oldValue: current, newValue: current, version: version, timestamp: Date()),
                 value: current,
                 depth: 0,
                 in: context
@@ -66,6 +67,7 @@ extension State: SubscriberOwner {
             return
         }
         let depth = context.isDelivering ? context.depth : 0
+        let key = self.key
         let deliver = {
             subscriber.receiveInGenericCode(
                 StateChange(key: key, oldValue: current, newValue: current, version: version, timestamp: Date()),

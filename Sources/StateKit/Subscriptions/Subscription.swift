@@ -59,7 +59,8 @@ public final class Subscription: Hashable, @unchecked Sendable {
             let pointer = entry.exchange(nil, ordering: .sequentiallyConsistent)
         else { return }
         let entry = Unmanaged<SubscriptionEntry>.fromOpaque(pointer)
-        entry.takeUnretainedValue().cancel()
+        // Borrowed: `takeUnretainedValue()` retained and released it around the call.
+        entry._withUnsafeGuaranteedRef { $0.cancel() }
         if readers.load(ordering: .sequentiallyConsistent) != 0 { waitForReaders() }
         entry.release()
     }
@@ -167,8 +168,10 @@ class SubscriptionEntry: @unchecked Sendable {
         active.load(ordering: .acquiring)
     }
 
+    /// Called once, by the token whose exchange took the subscriber, so a store is enough here:
+    /// a second exchange was one of a cancel's locked instructions.
     final func cancel() {
-        guard active.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        active.store(false, ordering: .releasing)
         owner?.remove(self)
     }
 }
