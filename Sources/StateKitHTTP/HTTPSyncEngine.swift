@@ -115,11 +115,18 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
             adoptRecord()
             if configuration.loadsOnStart && !hasLoaded { try await pullInGate() }
             // The newest value, unless the server already holds it (sent, or taken from it).
-            if channel.syncRecord.hasUnsentChanges, let current = channel.current {
-                // The change's own value when the container holds none newer: what an outbox
-                // replays into a container that does not keep its value.
-                let value = change.version >= current.version ? change.newValue : current.value
-                try await write(value, version: current.version, change: change)
+            if channel.syncRecord.hasUnsentChanges {
+                if let current = channel.current {
+                    // The change's own value when the container holds none newer: what an outbox
+                    // replays into a container that does not keep its value.
+                    let value = change.version >= current.version ? change.newValue : current.value
+                    try await write(value, version: current.version, change: change)
+                } else {
+                    // The container is gone (released while this change waited for a retry or a
+                    // drain): the change is the newest value there is. Returning without sending
+                    // it would count it as delivered, and an outbox would drop it from its log.
+                    try await write(change.newValue, version: change.version, change: change)
+                }
             }
             // A change the server's value replaced (at launch, on a pull, or just now) was not
             // delivered: not counted as sent.

@@ -19,12 +19,16 @@ public final class RemoteChannel<Value: Sendable>: @unchecked Sendable {
     private let lock = Lock()
     private weak var state: SyncedState<Value>?
     private let records: SyncRecordStore
+    /// Whether the container keeps its value in storage, which must be saved before a record
+    /// may say the value was sent.
+    private let isPersisted: Bool
 
     init(state: SyncedState<Value>, recordName: String, records: SyncRecordStore) {
         self.key = state.key
         self.recordName = recordName
         self.state = state
         self.records = records
+        self.isPersisted = state.persistence != nil
     }
 
     private var container: SyncedState<Value>? {
@@ -106,8 +110,16 @@ public final class RemoteChannel<Value: Sendable>: @unchecked Sendable {
     /// `validator`, as of the container's `version`: local changes made after that version stay
     /// unsent. A persisted container first saves its value, then the record, so a kill at any
     /// moment leaves a record that never claims more than storage holds.
+    ///
+    /// Once the container is gone, the agreement on a change its outbox still delivered is
+    /// recorded only for a container without storage: the value is in the outbox's log, and no
+    /// local change can follow. A persisted container's last value may not be saved yet, so its
+    /// record stays unsent.
     public func recordAgreement(base: Data?, validator: String?, atVersion version: UInt64) {
-        guard let state = container else { return }
+        guard let state = container else {
+            if !isPersisted { records.agree(recordName, base: base, validator: validator, atVersion: version) }
+            return
+        }
         state.persistence?.flush()
         state.lock.withLock {
             records.agree(recordName, base: base, validator: validator, atVersion: version)

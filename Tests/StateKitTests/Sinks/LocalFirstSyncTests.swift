@@ -38,15 +38,18 @@ import FoundationNetworking
     }
 
     /// The network a launch's sink sees: each request is recorded; offline, each fails before it
-    /// is sent.
+    /// is sent. With `firstPutHeldAt`, the first `PUT` waits at that gate, then fails, as a
+    /// request that timed out; the requests after it go through.
     final class SimulatedNetwork: Sendable {
         struct Offline: Error {}
 
         let isOffline: Bool
+        let firstPutHeldAt: Gate?
         let requests = Collector<SentRequest>()
 
-        init(isOffline: Bool = false) {
+        init(isOffline: Bool = false, firstPutHeldAt: Gate? = nil) {
             self.isOffline = isOffline
+            self.firstPutHeldAt = firstPutHeldAt
         }
 
         var puts: [SentRequest] { requests.all.filter { $0.method == "PUT" } }
@@ -115,6 +118,10 @@ import FoundationNetworking
                     ifNoneMatch: request.value(forHTTPHeaderField: "If-None-Match"),
                     body: request.httpBody.flatMap { try? JSONDecoder().decode(Paint.self, from: $0) }))
             if network.isOffline { throw SimulatedNetwork.Offline() }
+            if let gate = network.firstPutHeldAt, request.httpMethod == "PUT", network.puts.count == 1 {
+                await gate.wait()
+                throw SimulatedNetwork.Offline()
+            }
         }
     }
 
@@ -398,6 +405,59 @@ import FoundationNetworking
             let state = launch(network)
             try await expectOrangeSent(state, network, server, url, key, onETag: tealETag, checksValue: false)
             #expect(network.puts.map(\.body) == [Self.orange], "\(network.requests.all)")
+        }
+    }
+
+    @Test(arguments: RealHTTPServer.Kind.allCases)
+    func anOutboxedEditWhoseContainerIsReleasedBeforeItsRetryIsSentByTheRetry(kind: RealHTTPServer.Kind) async throws {
+        try await with(kind) { server, directory async throws in
+            let url = server.resource()
+            let key = uniqueKey()
+            let outbox = directory.appending(path: "paint.outbox")
+            func launch(_ network: SimulatedNetwork) -> SyncedState<Paint> {
+                SyncedState(Paint(color: "none"), key: key) {
+                    DurableOutbox(fileURL: outbox, wrapping: sink(server, url, network))
+                }
+            }
+            do {
+                let state = launch(SimulatedNetwork())
+                state.modify(Self.teal)
+                #expect(await state.flush(timeout: .seconds(20)))
+            }
+            let tealETag = try #require(try await server.request("GET", url).etag)
+
+            // The edit's first PUT fails once the container is gone; its retry comes after.
+            let firstPut = Gate()
+            weak var releasedNetwork: SimulatedNetwork?
+            weak var releasedState: SyncedState<Paint>?
+            let requests: Collector<SentRequest>
+            do {
+                let network = SimulatedNetwork(firstPutHeldAt: firstPut)
+                releasedNetwork = network
+                requests = network.requests
+                let state = launch(network)
+                releasedState = state
+                state.modify(Self.orange)
+                await firstPut.arrived()
+            }
+            await eventually("the container to be released") { releasedState == nil }
+            firstPut.open()
+            await eventually("the released container's sink to stop") { releasedNetwork == nil }
+
+            // The retry sends the logged change's own value. Before, it found no container, sent
+            // nothing and reported success, so the outbox dropped the edit from its log and the
+            // relaunch sent the default value in its place.
+            #expect(try await serverValue(server, url) == Self.orange)
+            let puts = requests.all.filter { $0.method == "PUT" }
+            #expect(puts.map(\.body) == [Self.orange, Self.orange], "\(requests.all)")
+            #expect(puts.map(\.ifMatch) == [tealETag, tealETag], "\(requests.all)")
+            // The agreement is recorded beside the outbox, so the relaunch has nothing to send.
+            let network = SimulatedNetwork()
+            let state = launch(network)
+            #expect(await state.flush(timeout: .seconds(20)))
+            #expect(try await serverValue(server, url) == Self.orange)
+            #expect(network.puts.isEmpty, "\(network.requests.all)")
+            #expect(diagnostics(.localChangesDiscarded, key).isEmpty)
         }
     }
 
