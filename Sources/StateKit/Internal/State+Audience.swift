@@ -49,19 +49,25 @@ extension State: SubscriberOwner {
         let version = storedVersion
         if !context.isDelivering && mayClaimLocked {
             // Nobody delivers the container: this thread takes the claim and makes the call now,
-            // as an uncontended write delivers its change, with no closure to queue. The key is
-            // read only if the handler wants a change record (it is a `let`): copied before the
-            // call, it was retained and released on every subscribe.
+            // as an uncontended write delivers its change, with no closure to queue. A value
+            // handler is called in place: the subscriber is live, its token not handed out yet.
+            // The key is read only if the handler wants a change record (it is a `let`): copied
+            // before the call, it was retained and released on every subscribe.
             deliveryClaim.take()
             lock.unlock()
             context.beginOutermost()
             context.depth = 0
-            subscriber.receiveInGenericCode(
-                StateChange(key: self.key, oldValue: current, newValue: current, version: version, timestamp: Date()),
-                value: current,
-                depth: 0,
-                in: context
-            )
+            if subscriber.handlerIsInOptions {
+                subscriber.receiveInGenericCode(
+                    StateChange(
+                        key: self.key, oldValue: current, newValue: current, version: version, timestamp: Date()),
+                    value: current,
+                    depth: 0,
+                    in: context
+                )
+            } else {
+                subscriber.valueHandler(current)
+            }
             finishDelivery(in: context)
             context.endOutermost()
             return

@@ -188,6 +188,10 @@ class SubscriberOptions: @unchecked Sendable {
     /// `nil` delivers synchronously on the delivering thread.
     @usableFromInline
     let queue: DispatchQueue?
+    /// Whether ``queue`` is set: a delivery reads this, since comparing the queue with `nil`
+    /// retained and released it.
+    @usableFromInline
+    let hasQueue: Bool
     /// What the subscriber keeps alive for as long as it lives: a derived state's engine, which a
     /// subscription to it keeps (as a Combine `AnyCancellable` keeps its chain), or which watches
     /// a source through it (``Subscriber/Handler/sourceChanged(_:)``).
@@ -204,6 +208,7 @@ class SubscriberOptions: @unchecked Sendable {
         self.group = group
         self.onOwnerReleased = onOwnerReleased
         self.queue = queue
+        self.hasQueue = queue != nil
         self.keptAlive = keptAlive
     }
 }
@@ -331,7 +336,7 @@ final class Subscriber<Element>: SubscriptionEntry, @unchecked Sendable {
         // Unretained: the subscriber keeps its options, which a strong local retained and
         // released on every delivery.
         unowned(unsafe) let options = handlerOptions
-        guard options.queue != nil else {
+        guard options.hasQueue else {
             switch options.kind {
             case .change: options.changeHandler(change())
             case .sourceChanged: options.sourceChanged(.passUnretained(options.keptAlive.unsafelyUnwrapped), context())
