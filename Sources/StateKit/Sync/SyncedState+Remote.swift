@@ -25,6 +25,16 @@ extension SyncedState {
             sink.connect(RemoteChannel(state: self, recordName: name, records: records))
             // Behind an outbox, the changes it logged and did not deliver are sent first.
             guard record.hasUnsentChanges, pipeline.log == nil || pipeline.statistics.pending == 0 else { continue }
+            guard persistence != nil || pipeline.log == nil else {
+                // A container without storage starts at its default value, so with nothing left
+                // in its outbox the mark is stale (a kill between marking it and logging the
+                // change, whose write never returned): there is no edit to send, and none to
+                // hold against the server's value.
+                lock.withLock {
+                    records.agree(name, base: record.base, validator: record.validator, atVersion: version)
+                }
+                continue
+            }
             pipeline.enqueueAtStart(
                 StateChange(
                     key: key, oldValue: value, newValue: value, version: version, timestamp: Date(),

@@ -461,6 +461,46 @@ import FoundationNetworking
         }
     }
 
+    @Test(arguments: RealHTTPServer.Kind.allCases)
+    func anUnsentMarkBesideAnEmptyOutboxIsNoEditOfTheUsers(kind: RealHTTPServer.Kind) async throws {
+        try await with(kind) { server, directory async throws in
+            let url = server.resource()
+            let key = uniqueKey()
+            let outbox = directory.appending(path: "paint.outbox")
+            func launch(_ remote: HTTPSyncSink<Paint>) -> SyncedState<Paint> {
+                SyncedState(Paint(color: "none"), key: key) { DurableOutbox(fileURL: outbox, wrapping: remote) }
+            }
+            do {
+                let state = launch(sink(server, url, SimulatedNetwork()))
+                state.modify(Self.teal)
+                #expect(await state.flush(timeout: .seconds(20)))
+            }
+            // What a kill leaves between marking the record unsent (before the change is logged)
+            // and logging the change: an unsent mark, and nothing in the outbox to send.
+            struct Stored: Codable { var records: [String: SyncRecord] }
+            let records = FileStateStorage(directory: directory)
+            var stored = try JSONDecoder().decode(
+                Stored.self, from: try #require(try records.load(forKey: key + ".sync-record")))
+            #expect(stored.records.count == 1)
+            for name in stored.records.keys { stored.records[name]?.hasUnsentChanges = true }
+            try records.save(try JSONEncoder().encode(stored), forKey: key + ".sync-record")
+            try await otherDeviceWrites(Self.green, server, url)
+
+            // The container keeps no value: the one it starts with is its default, no edit of the
+            // user's. Before, the relaunch took it for one: .serverWins reported it discarded, and
+            // a merge would have merged it into the server's value and sent that.
+            let network = SimulatedNetwork()
+            let remote = sink(server, url, network)
+            let state = launch(remote)
+            await eventually("the server's value to load") { state.value == Self.green }
+            _ = await remote.currentETag
+            #expect(await state.flush(timeout: .seconds(20)))
+            #expect(network.puts.isEmpty, "\(network.requests.all)")
+            #expect(try await serverValue(server, url) == Self.green)
+            #expect(diagnostics(.localChangesDiscarded, key).isEmpty)
+        }
+    }
+
     @Test(arguments: killPoints)
     func aKillAtAnyStepOfASyncLosesNothingAtTheNextLaunch(kind: RealHTTPServer.Kind, step: KillStep) async throws {
         try await with(kind) { server, directory async throws in
