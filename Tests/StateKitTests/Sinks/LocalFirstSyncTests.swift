@@ -130,6 +130,22 @@ import FoundationNetworking
         SyncedState(Paint(color: "none"), key: key, storage: .file(directory), sinks: sinks)
     }
 
+    /// A launch of a container without storage, behind an outbox at `outbox` around `remote`.
+    private func launch(_ key: String, outbox: URL, _ remote: HTTPSyncSink<Paint>) -> SyncedState<Paint> {
+        SyncedState(Paint(color: "none"), key: key) { DurableOutbox(fileURL: outbox, wrapping: remote) }
+    }
+
+    /// Launch 1 of a container without storage behind an outbox, online: writes `teal` and syncs
+    /// it; returns the server's `ETag` for it.
+    private func syncTeal(
+        _ server: RealHTTPServer, _ url: URL, _ key: String, outbox: URL
+    ) async throws -> String {
+        let state = launch(key, outbox: outbox, sink(server, url, SimulatedNetwork()))
+        state.modify(Self.teal)
+        #expect(await state.flush(timeout: .seconds(20)))
+        return try #require(try await server.request("GET", url).etag)
+    }
+
     /// Launch 1, online: writes `teal` and syncs it; returns the server's `ETag` for it.
     private func syncTeal(
         _ server: RealHTTPServer, _ url: URL, _ key: String, _ directory: URL
@@ -376,22 +392,12 @@ import FoundationNetworking
             let url = server.resource()
             let key = uniqueKey()
             let outbox = directory.appending(path: "paint.outbox")
-            func launch(_ network: SimulatedNetwork) -> SyncedState<Paint> {
-                SyncedState(Paint(color: "none"), key: key) {
-                    DurableOutbox(fileURL: outbox, wrapping: sink(server, url, network))
-                }
-            }
-            do {
-                let state = launch(SimulatedNetwork())
-                state.modify(Self.teal)
-                #expect(await state.flush(timeout: .seconds(20)))
-            }
-            let tealETag = try #require(try await server.request("GET", url).etag)
+            let tealETag = try await syncTeal(server, url, key, outbox: outbox)
             weak var releasedNetwork: SimulatedNetwork?
             do {
                 let network = SimulatedNetwork(isOffline: true)
                 releasedNetwork = network
-                let state = launch(network)
+                let state = launch(key, outbox: outbox, sink(server, url, network))
                 state.modify(Self.orange)
                 await state.flush()
             }
@@ -402,7 +408,7 @@ import FoundationNetworking
             // the container's default value, or, knowing no ETag, created with If-None-Match: *,
             // was refused, and .serverWins dropped the edit.
             let network = SimulatedNetwork()
-            let state = launch(network)
+            let state = launch(key, outbox: outbox, sink(server, url, network))
             try await expectOrangeSent(state, network, server, url, key, onETag: tealETag, checksValue: false)
             #expect(network.puts.map(\.body) == [Self.orange], "\(network.requests.all)")
         }
@@ -414,17 +420,7 @@ import FoundationNetworking
             let url = server.resource()
             let key = uniqueKey()
             let outbox = directory.appending(path: "paint.outbox")
-            func launch(_ network: SimulatedNetwork) -> SyncedState<Paint> {
-                SyncedState(Paint(color: "none"), key: key) {
-                    DurableOutbox(fileURL: outbox, wrapping: sink(server, url, network))
-                }
-            }
-            do {
-                let state = launch(SimulatedNetwork())
-                state.modify(Self.teal)
-                #expect(await state.flush(timeout: .seconds(20)))
-            }
-            let tealETag = try #require(try await server.request("GET", url).etag)
+            let tealETag = try await syncTeal(server, url, key, outbox: outbox)
 
             // The edit's first PUT fails once the container is gone; its retry comes after.
             let firstPut = Gate()
@@ -435,7 +431,7 @@ import FoundationNetworking
                 let network = SimulatedNetwork(firstPutHeldAt: firstPut)
                 releasedNetwork = network
                 requests = network.requests
-                let state = launch(network)
+                let state = launch(key, outbox: outbox, sink(server, url, network))
                 releasedState = state
                 state.modify(Self.orange)
                 await firstPut.arrived()
@@ -453,7 +449,7 @@ import FoundationNetworking
             #expect(puts.map(\.ifMatch) == [tealETag, tealETag], "\(requests.all)")
             // The agreement is recorded beside the outbox, so the relaunch has nothing to send.
             let network = SimulatedNetwork()
-            let state = launch(network)
+            let state = launch(key, outbox: outbox, sink(server, url, network))
             #expect(await state.flush(timeout: .seconds(20)))
             #expect(try await serverValue(server, url) == Self.orange)
             #expect(network.puts.isEmpty, "\(network.requests.all)")
@@ -467,14 +463,7 @@ import FoundationNetworking
             let url = server.resource()
             let key = uniqueKey()
             let outbox = directory.appending(path: "paint.outbox")
-            func launch(_ remote: HTTPSyncSink<Paint>) -> SyncedState<Paint> {
-                SyncedState(Paint(color: "none"), key: key) { DurableOutbox(fileURL: outbox, wrapping: remote) }
-            }
-            do {
-                let state = launch(sink(server, url, SimulatedNetwork()))
-                state.modify(Self.teal)
-                #expect(await state.flush(timeout: .seconds(20)))
-            }
+            _ = try await syncTeal(server, url, key, outbox: outbox)
             // What a kill leaves between marking the record unsent (before the change is logged)
             // and logging the change: an unsent mark, and nothing in the outbox to send.
             struct Stored: Codable { var records: [String: SyncRecord] }
@@ -491,7 +480,7 @@ import FoundationNetworking
             // a merge would have merged it into the server's value and sent that.
             let network = SimulatedNetwork()
             let remote = sink(server, url, network)
-            let state = launch(remote)
+            let state = launch(key, outbox: outbox, remote)
             await eventually("the server's value to load") { state.value == Self.green }
             _ = await remote.currentETag
             #expect(await state.flush(timeout: .seconds(20)))
