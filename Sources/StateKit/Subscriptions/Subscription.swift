@@ -271,8 +271,8 @@ final class Subscriber<Element>: SubscriptionEntry, @unchecked Sendable {
         /// A derived state's watch of one of its sources: told of each change with the object
         /// the subscriber keeps (the derived state's engine, see ``LeafDerivation``) and the
         /// context of the thread delivering it, which it hands its own change to. Handed what it
-        /// needs, unretained (the subscriber keeps it), the function captures nothing, so a call
-        /// retains nothing.
+        /// needs, unretained (the subscriber's options keep it), the function captures nothing, so
+        /// a call retains nothing.
         case sourceChanged((Unmanaged<AnyObject>, DeliveryContext) -> Void)
     }
 
@@ -340,7 +340,7 @@ final class Subscriber<Element>: SubscriptionEntry, @unchecked Sendable {
             switch options.kind {
             case .change: options.changeHandler(change())
             case .sourceChanged: options.sourceChanged(.passUnretained(options.keptAlive.unsafelyUnwrapped), context())
-            case .value: preconditionFailure("a value handler without a queue has no options")
+            case .value: preconditionFailure("a value handler without a queue is called as valueHandler")
             }
             return
         }
