@@ -72,10 +72,10 @@ open class State<Value> {
     /// touches it; see ``TransactionOperations``.
     @usableFromInline
     let transactionOperations = OnceInstalledReference<TransactionOperations>()
-    /// How a cancel takes a subscriber out of ``audience``, made by the first call of
-    /// ``MonitoredState/subscribe(_:)``; see ``SubscriberRemoval``.
+    /// What this container's subscribers reach it through, made with the first; see
+    /// ``SubscriberLink``.
     @usableFromInline
-    let subscriberRemoval = OnceInstalledReference<SubscriberRemoval>()
+    let installedLink = OnceInstalledReference<SubscriberLink>()
 
     /// Creates a container holding `defaultValue`, identified by `key`.
     ///
@@ -134,6 +134,7 @@ open class State<Value> {
         if cell != nil {
             endReleasedSubscriptions()
         } else {
+            installedLink.unretained?._withUnsafeGuaranteedRef { $0.ownerReleased() }
             endSubscriptions()
             fields.deinitialize(count: 1)
             fields.deallocate()

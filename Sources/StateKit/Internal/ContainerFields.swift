@@ -143,3 +143,61 @@ extension State {
         set { fields.pointee.writeObserver = newValue }
     }
 }
+
+/// The audience's bookkeeping, on the fields themselves: a cancel reaches them through the
+/// container's ``SubscriberLink`` without touching the container (see there).
+extension ContainerFields {
+    /// Recomputes the fast-path flags after the audience changed. Called with the lock held.
+    @inlinable
+    mutating func audienceChanged() {
+        hasAudience = runsHook || !audience.isEmpty
+        wantsChangeRecords = audience.changeSubscriberCount > 0
+    }
+
+    /// Keeps the list of subscribers a delivery in progress may read before the audience changes.
+    @inlinable
+    mutating func retireSubscribers(claim: DeliveryClaim) {
+        if !claim.isFree { delivery.retire(audience.subscribers, claim: claim) }
+    }
+
+    /// Takes a cancelled subscriber out of the audience. Called with the lock held.
+    @inlinable
+    mutating func removeSubscriber(_ entry: SubscriptionEntry, claim: DeliveryClaim, key: String) {
+        if let group = entry.group {
+            removeSubscriber(entry, from: group, claim: claim)
+        } else if let index = audience.subscribers.firstIndex(where: { $0 === entry }) {
+            retireSubscribers(claim: claim)
+            if audience.subscribers[index].wantsChanges { audience.changeSubscriberCount -= 1 }
+            audience.subscribers.remove(at: index)
+        }
+        audienceChanged()
+        checkInvariants(claim: claim, key: key)
+    }
+
+    /// Takes `entry` out of its projection group, and the group out of the audience if it was
+    /// the last. Called with the lock held.
+    @usableFromInline
+    mutating func removeSubscriber(_ entry: SubscriptionEntry, from group: ProjectionGroupBase, claim: DeliveryClaim) {
+        group.removeLocked(entry)
+        if group.isEmptyLocked {
+            projectionIndex[group.path] = nil
+            retireSubscribers(claim: claim)
+            audience.projections.removeAll { $0 === group }
+        }
+    }
+
+    /// Checks, in debug builds, that the delivery claim matches the queue and that the fast-path
+    /// flags match the audience. Called with the lock held.
+    @usableFromInline
+    func checkInvariants(claim: DeliveryClaim, key: @autoclosure () -> String) {
+        #if DEBUG
+        delivery.checkInvariants(claim: claim)
+        precondition(hasAudience == (runsHook || !audience.isEmpty), "'\(key())': hasAudience is stale")
+        precondition(
+            wantsChangeRecords == (audience.changeSubscriberCount > 0), "'\(key())': wantsChangeRecords is stale")
+        precondition(
+            audience.changeSubscriberCount == audience.subscribers.count { $0.wantsChanges },
+            "'\(key())': change subscribers miscounted")
+        #endif
+    }
+}

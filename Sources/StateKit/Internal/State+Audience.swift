@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 
 /// The audience: adding and removing subscribers, and keeping the fast-path flags in step with it.
-extension State: SubscriberOwner {
+extension State {
     /// Adds a subscriber and, if asked, hands it the current value, in order with any delivery
     /// in progress.
     ///
@@ -20,9 +20,10 @@ extension State: SubscriberOwner {
         keeping keptAlive: AnyObject? = nil
     ) -> Subscription {
         let context = DeliveryContext.current(key: deliveryKey)
+        let link = subscriberLink
         lock.lock()
         let subscriber = Subscriber(
-            owner: self, startVersion: storedVersion, queue: queue, handler: handler,
+            link: link, startVersion: storedVersion, queue: queue, handler: handler,
             onOwnerReleased: onContainerReleased, keeping: keptAlive)
         if subscriber.wantsChanges { audience.changeSubscriberCount += 1 }
         let subscription = Subscription(subscriber)
@@ -85,68 +86,43 @@ extension State: SubscriberOwner {
         scheduleAndUnlock(.initialValue(depth: depth, origin: context.id, deliver: deliver), in: context)
     }
 
-    /// Installs the container's ``SubscriberRemoval`` unless it has one. Called where the code
-    /// is specialised for `Value`, so that the removal is too.
+    /// The link this container's subscribers hold, made with the first. The removal it makes is
+    /// specialised for `Value` where this is inlined into code that is.
+    @inlinable
+    final var subscriberLink: SubscriberLink {
+        if let link = installedLink.unretained { return link.takeUnretainedValue() }
+        return installedLink.install(
+            SubscriberLink(lock: lock) { [fields, deliveryClaim, key] entry in
+                fields.pointee.removeSubscriber(entry, claim: deliveryClaim, key: key)
+            })
+    }
+
+    /// Makes the link's removal specialised for `Value`, if the link was made in code that was
+    /// not. Called where the code is specialised: after the first call, two loads.
     @inlinable
     final func installSubscriberRemoval() {
-        if subscriberRemoval.unretained != nil { return }
-        _ = subscriberRemoval.install(
-            SubscriberRemoval { owner, entry in unsafeDowncast(owner, to: State.self).removeSubscriber(entry) })
-    }
-
-    @usableFromInline
-    func remove(_ entry: SubscriptionEntry) {
-        guard let removal = subscriberRemoval.unretained else { return removeSubscriber(entry) }
-        removal._withUnsafeGuaranteedRef { $0.remove(self, entry) }
-    }
-
-    /// Takes `entry` out of the audience: what ``remove(_:)`` does, inlinable so that
-    /// ``SubscriberRemoval`` runs it specialised for the value type.
-    @inlinable
-    final func removeSubscriber(_ entry: SubscriptionEntry) {
-        lock.lock()
-        defer { lock.unlock() }
-        if let group = entry.group {
-            removeLocked(entry, from: group)
-        } else if let index = audience.subscribers.firstIndex(where: { $0 === entry }) {
-            if audience.subscribers[index].wantsChanges { audience.changeSubscriberCount -= 1 }
-            audience.subscribers.remove(at: index)
+        if let link = installedLink.unretained,
+            link._withUnsafeGuaranteedRef({ $0.specialisedRemoval.unretained != nil })
+        {
+            return
         }
-        audienceChangedLocked()
-        checkInvariantsLocked()
-    }
-
-    /// Takes `entry` out of its projection group, and the group out of the audience if it was
-    /// the last. Called with the lock held.
-    @usableFromInline
-    final func removeLocked(_ entry: SubscriptionEntry, from group: ProjectionGroupBase) {
-        group.removeLocked(entry)
-        if group.isEmptyLocked {
-            projectionIndex[group.path] = nil
-            audience.projections.removeAll { $0 === group }
-        }
+        _ = subscriberLink.specialisedRemoval.install(
+            SubscriberRemoval { [fields, deliveryClaim, key] entry in
+                fields.pointee.removeSubscriber(entry, claim: deliveryClaim, key: key)
+            })
     }
 
     /// Recomputes the fast-path flags after the audience changed. Called with the lock held.
     @inlinable
     final func audienceChangedLocked() {
-        hasAudience = runsHook || !audience.isEmpty
-        wantsChangeRecords = audience.changeSubscriberCount > 0
+        fields.pointee.audienceChanged()
     }
 
     /// Checks, in debug builds, that the delivery claim matches the queue and that the fast-path
     /// flags match the audience. Called with the lock held.
     @usableFromInline
     final func checkInvariantsLocked() {
-        #if DEBUG
-        fields.pointee.delivery.checkInvariants(claim: deliveryClaim)
-        precondition(hasAudience == (runsHook || !audience.isEmpty), "'\(key)': hasAudience is stale")
-        precondition(
-            wantsChangeRecords == (audience.changeSubscriberCount > 0), "'\(key)': wantsChangeRecords is stale")
-        precondition(
-            audience.changeSubscriberCount == audience.subscribers.count { $0.wantsChanges },
-            "'\(key)': change subscribers miscounted")
-        #endif
+        fields.pointee.checkInvariants(claim: deliveryClaim, key: key)
     }
 
     /// Tells every live subscription that the container is going away. Called from `deinit`, when
@@ -157,19 +133,27 @@ extension State: SubscriberOwner {
     }
 
     /// Ends the subscriptions made through this container, which is being released while the
-    /// other containers of its cell live on: theirs go on, its own (whose owner reads `nil` now)
+    /// other containers of its cell live on: theirs go on, its own (whose link it marks released)
     /// are removed and told, as ``endSubscriptions()`` tells a container's own.
     final func endReleasedSubscriptions() {
         lock.lock()
+        installedLink.unretained?._withUnsafeGuaranteedRef { $0.ownerReleasedLocked() }
+        let released = removeReleasedLocked()
+        audienceChangedLocked()
+        lock.unlock()
+        for subscriber in released { subscriber.ownerReleased() }
+    }
+
+    /// Takes the subscribers of released containers of the cell out of the audience, and the
+    /// listeners that are gone. Called with the lock held.
+    private func removeReleasedLocked() -> [SubscriptionEntry] {
         audience.listeners.removeAll { $0.isReleased }
-        guard audience.subscribers.contains(where: { $0.owner == nil }) || !audience.projections.isEmpty else {
-            audienceChangedLocked()
-            lock.unlock()
-            return
+        guard audience.subscribers.contains(where: { !$0.isOwnerLive }) || !audience.projections.isEmpty else {
+            return []
         }
         var released: [SubscriptionEntry] = []
         audience.subscribers.removeAll { subscriber in
-            guard subscriber.owner == nil else { return false }
+            guard !subscriber.isOwnerLive else { return false }
             if subscriber.wantsChanges { audience.changeSubscriberCount -= 1 }
             released.append(subscriber)
             return true
@@ -179,8 +163,6 @@ extension State: SubscriberOwner {
             if group.isEmptyLocked { projectionIndex[group.path] = nil }
         }
         audience.projections.removeAll { $0.isEmptyLocked }
-        audienceChangedLocked()
-        lock.unlock()
-        for subscriber in released { subscriber.ownerReleased() }
+        return released
     }
 }

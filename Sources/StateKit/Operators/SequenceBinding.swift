@@ -1,9 +1,10 @@
 /// The running side of `target <~ sequence`: a task that writes each element of the sequence into
 /// the target, until the sequence ends or the binding's ``Subscription`` is cancelled or released.
 ///
-/// It is the subscription's owner: cancelling the token cancels the task, and the task holds the
-/// binding until it ends, so ``Subscription/isActive`` turns `false` once the sequence is over.
-final class SequenceBinding: SubscriberOwner, @unchecked Sendable {
+/// It is the subscription's owner: cancelling the token cancels the task, and the task marks the
+/// subscription's link released when it ends, so ``Subscription/isActive`` turns `false` once the
+/// sequence is over.
+final class SequenceBinding: @unchecked Sendable {
     private let lock = Lock()
     /// Guarded by `lock`.
     private var task: Task<Void, Never>?
@@ -16,10 +17,11 @@ final class SequenceBinding: SubscriberOwner, @unchecked Sendable {
         write: @escaping @Sendable (Source.Element) -> Void
     ) -> Subscription {
         let binding = SequenceBinding()
-        let entry = SubscriptionEntry(owner: binding, startVersion: 0)
+        let link = SubscriberLink(lock: Lock()) { _ in binding.stop() }
+        let entry = SubscriptionEntry(link: link, startVersion: 0)
         let subscription = Subscription(entry)
         let task = Task {
-            defer { withExtendedLifetime(binding) {} }
+            defer { link.ownerReleased() }
             do {
                 for try await element in source {
                     guard entry.isActive else { return }
@@ -44,9 +46,9 @@ final class SequenceBinding: SubscriberOwner, @unchecked Sendable {
         return subscription
     }
 
-    /// The token was cancelled or released: stop the task.
-    @usableFromInline
-    func remove(_ entry: SubscriptionEntry) {
+    /// The token was cancelled or released: stop the task. Called with the link's lock held,
+    /// which is not `lock`.
+    private func stop() {
         lock.lock()
         isCancelled = true
         let task = self.task

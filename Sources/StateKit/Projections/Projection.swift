@@ -187,6 +187,7 @@ extension State {
         keeping keptAlive: AnyObject? = nil
     ) -> Subscription {
         let context = DeliveryContext.current
+        let link = subscriberLink
         lock.lock()
         let current = storedValue[keyPath: path]
         let group: KeyPathGroup<Value, Part>
@@ -198,7 +199,7 @@ extension State {
             audience.projections.append(group)
         }
         let subscriber = Subscriber(
-            owner: self, group: group, startVersion: storedVersion, queue: queue, handler: handler,
+            link: link, group: group, startVersion: storedVersion, queue: queue, handler: handler,
             onOwnerReleased: onRootReleased, keeping: keptAlive)
         group.subscribers.append(subscriber)
         audienceChangedLocked()

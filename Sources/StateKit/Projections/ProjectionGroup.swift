@@ -75,8 +75,8 @@ final class KeyPathGroup<Root, Part: Equatable>: ProjectionGroup<Root> {
     }
 
     override func removeReleasedOwnersLocked() -> [SubscriptionEntry] {
-        let released = subscribers.filter { $0.owner == nil }
-        if !released.isEmpty { subscribers.removeAll { $0.owner == nil } }
+        let released = subscribers.filter { !$0.isOwnerLive }
+        if !released.isEmpty { subscribers.removeAll { !$0.isOwnerLive } }
         return Array(released)
     }
 

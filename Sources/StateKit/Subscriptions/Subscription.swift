@@ -31,8 +31,7 @@ public final class Subscription: Hashable, @unchecked Sendable {
     @usableFromInline
     let entry: Atomic<UnsafeMutableRawPointer?>
     /// How many ``isActive`` calls are reading the subscriber; ``cancel()`` releases it only when
-    /// none is. The token keeps no reference to its container: a weak one (a side-table count to
-    /// raise and lower) was about 15% of what a kept subscription cost.
+    /// none is. The token keeps no reference to its container: the subscriber's link reaches it.
     @usableFromInline
     let readers = Atomic<Int>(0)
 
@@ -84,7 +83,7 @@ public final class Subscription: Hashable, @unchecked Sendable {
         readers.add(1, ordering: .sequentiallyConsistent)
         defer { readers.subtract(1, ordering: .releasing) }
         guard let pointer = entry.load(ordering: .sequentiallyConsistent) else { return false }
-        return Unmanaged<SubscriptionEntry>.fromOpaque(pointer).takeUnretainedValue().owner != nil
+        return Unmanaged<SubscriptionEntry>.fromOpaque(pointer).takeUnretainedValue().isOwnerLive
     }
 
     /// Keeps the token in `set`, so the subscription lasts as long as the set holds it.
@@ -103,12 +102,6 @@ public final class Subscription: Hashable, @unchecked Sendable {
     }
 }
 
-/// Something that holds subscribers and can drop one.
-@usableFromInline
-protocol SubscriberOwner: AnyObject {
-    func remove(_ entry: SubscriptionEntry)
-}
-
 /// A subscriber's life: active until cancelled, then removed from its owner.
 ///
 /// Only what every subscriber needs lives here and in ``Subscriber``: a value handler called on
@@ -123,11 +116,9 @@ class SubscriptionEntry: @unchecked Sendable {
     /// `active`, in its padding.
     @usableFromInline
     let handlerIsInOptions: Bool
-    /// The container that delivers to this subscriber; weak, so tokens never keep containers alive.
-    /// A `let`: a class `var` costs a run-time exclusivity check on each access (measured: ~75
-    /// instructions, four times a subscribe and cancel).
+    /// How the subscriber reaches the container that delivers to it, which it does not keep alive.
     @usableFromInline
-    weak let owner: (any SubscriberOwner)?
+    let link: SubscriberLink
     /// The version current when the subscriber joined; it is handed no change at or before it.
     @usableFromInline
     let startVersion: UInt64
@@ -135,18 +126,15 @@ class SubscriptionEntry: @unchecked Sendable {
     @usableFromInline
     let options: SubscriberOptions?
 
-    /// `owner` is borrowed (`__shared`; `borrowing` refuses a weak store): passed owned, the
-    /// container would be retained and released around the call, and a container that has weak
-    /// references keeps its counts in a side table, where that cost ~200 instructions.
     @usableFromInline
     init(
-        owner: __shared any SubscriberOwner,
+        link: SubscriberLink,
         startVersion: UInt64,
         options: SubscriberOptions? = nil,
         handlerIsInOptions: Bool = false
     ) {
         self.handlerIsInOptions = handlerIsInOptions
-        self.owner = owner
+        self.link = link
         self.startVersion = startVersion
         self.options = options
     }
@@ -168,11 +156,16 @@ class SubscriptionEntry: @unchecked Sendable {
         active.load(ordering: .acquiring)
     }
 
+    /// Whether the container that delivers to this subscriber has not been released.
+    final var isOwnerLive: Bool {
+        link.isOwnerLive
+    }
+
     /// Called once, by the token whose exchange took the subscriber, so a store is enough here:
     /// a second exchange was one of a cancel's locked instructions.
     final func cancel() {
         active.store(false, ordering: .releasing)
-        owner?.remove(self)
+        link.remove(self)
     }
 }
 
@@ -284,7 +277,7 @@ final class Subscriber<Element>: SubscriptionEntry, @unchecked Sendable {
 
     @inlinable
     init(
-        owner: __shared any SubscriberOwner,
+        link: SubscriberLink,
         group: __shared ProjectionGroupBase? = nil,
         startVersion: UInt64,
         queue: DispatchQueue?,
@@ -302,11 +295,11 @@ final class Subscriber<Element>: SubscriptionEntry, @unchecked Sendable {
                 group == nil && onOwnerReleased == nil && keptAlive == nil
                 ? nil
                 : SubscriberOptions(group: group, onOwnerReleased: onOwnerReleased, queue: nil, keptAlive: keptAlive)
-            super.init(owner: owner, startVersion: startVersion, options: options)
+            super.init(link: link, startVersion: startVersion, options: options)
         } else {
             let options = HandlerOptions(
                 handler: handler, group: group, onOwnerReleased: onOwnerReleased, queue: queue, keptAlive: keptAlive)
-            super.init(owner: owner, startVersion: startVersion, options: options, handlerIsInOptions: true)
+            super.init(link: link, startVersion: startVersion, options: options, handlerIsInOptions: true)
         }
     }
 
