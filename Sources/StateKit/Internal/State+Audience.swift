@@ -23,7 +23,7 @@ extension State {
         let link = subscriberLink
         lock.lock()
         let subscriber = Subscriber(
-            link: link, startVersion: storedVersion, queue: queue, handler: handler,
+            link: link.takeUnretainedValue(), startVersion: storedVersion, queue: queue, handler: handler,
             onOwnerReleased: onContainerReleased, keeping: keptAlive)
         if subscriber.wantsChanges { audience.changeSubscriberCount += 1 }
         let subscription = Subscription(subscriber)
@@ -86,15 +86,17 @@ extension State {
         scheduleAndUnlock(.initialValue(depth: depth, origin: context.id, deliver: deliver), in: context)
     }
 
-    /// The link this container's subscribers hold, made with the first. The removal it makes is
-    /// specialised for `Value` where this is inlined into code that is.
+    /// The link this container's subscribers hold, made with the first, unretained: the
+    /// container keeps it (returned retained, it was retained once more for the subscriber). The
+    /// removal it makes is specialised for `Value` where this is inlined into code that is.
     @inlinable
-    final var subscriberLink: SubscriberLink {
-        if let link = installedLink.unretained { return link.takeUnretainedValue() }
-        return installedLink.install(
-            SubscriberLink(lock: lock) { [fields, deliveryClaim, key] entry in
-                fields.pointee.removeSubscriber(entry, claim: deliveryClaim, key: key)
-            })
+    final var subscriberLink: Unmanaged<SubscriberLink> {
+        if let link = installedLink.unretained { return link }
+        return .passUnretained(
+            installedLink.install(
+                SubscriberLink(lock: lock) { [fields, deliveryClaim, key] entry in
+                    fields.pointee.removeSubscriber(entry, claim: deliveryClaim, key: key)
+                }))
     }
 
     /// Makes the link's removal specialised for `Value`, if the link was made in code that was
@@ -106,7 +108,7 @@ extension State {
         {
             return
         }
-        _ = subscriberLink.specialisedRemoval.install(
+        _ = subscriberLink.takeUnretainedValue().specialisedRemoval.install(
             SubscriberRemoval { [fields, deliveryClaim, key] entry in
                 fields.pointee.removeSubscriber(entry, claim: deliveryClaim, key: key)
             })

@@ -199,7 +199,7 @@ extension State {
             audience.projections.append(group)
         }
         let subscriber = Subscriber(
-            link: link, group: group, startVersion: storedVersion, queue: queue, handler: handler,
+            link: link.takeUnretainedValue(), group: group, startVersion: storedVersion, queue: queue, handler: handler,
             onOwnerReleased: onRootReleased, keeping: keptAlive)
         group.subscribers.append(subscriber)
         audienceChangedLocked()
