@@ -8,7 +8,9 @@ import Synchronization
 ///   the lock, so a write and a cancel share a flag: a second object, the subscriber, which the
 ///   list holds and the token reaches. (One object cannot be both: the list's reference would
 ///   keep the token alive, and without it a write could call a subscriber already freed.)
-/// - A token keeps no container alive: the subscriber holds it weakly.
+/// - A token keeps no container alive: the subscriber holds the container's storage (its lock,
+///   value and list), which the container empties when it goes, not the container. (A weak
+///   reference to the container does the same at about 40% more a subscribe and cancel.)
 /// - A new subscriber is called with the current value.
 ///
 /// No ordering of that first call against other deliveries, no re-entrancy handling: what
@@ -20,11 +22,11 @@ final class TokenFloor: @unchecked Sendable {
     final class Subscriber: @unchecked Sendable {
         let handler: Handler
         let active = Atomic<Bool>(true)
-        weak var owner: TokenFloor?
+        let storage: Storage
 
-        init(_ handler: @escaping Handler, owner: TokenFloor) {
+        init(_ handler: @escaping Handler, storage: Storage) {
             self.handler = handler
-            self.owner = owner
+            self.storage = storage
         }
     }
 
@@ -41,29 +43,51 @@ final class TokenFloor: @unchecked Sendable {
 
         func cancel() {
             guard subscriber.active.exchange(false, ordering: .acquiringAndReleasing) else { return }
-            subscriber.owner?.remove(subscriber)
+            subscriber.storage.remove(subscriber)
         }
     }
 
-    private struct Storage {
-        var value: Value
-        var subscribers: [Subscriber] = []
+    /// What a subscriber reaches: it outlives the container while a token holds a subscriber.
+    final class Storage: @unchecked Sendable {
+        struct State {
+            var value: Value
+            var subscribers: [Subscriber] = []
+        }
+
+        let state: Mutex<State>
+
+        init(_ value: Value) {
+            state = Mutex(State(value: value))
+        }
+
+        func remove(_ subscriber: Subscriber) {
+            state.withLock { state in
+                if let index = state.subscribers.firstIndex(where: { $0 === subscriber }) {
+                    state.subscribers.remove(at: index)
+                }
+            }
+        }
     }
 
-    private let storage: Mutex<Storage>
+    private let storage: Storage
 
     init(_ value: Value) {
-        storage = Mutex(Storage(value: value))
+        storage = Storage(value)
+    }
+
+    deinit {
+        // The subscribers hold the storage: let go of them, or neither is ever freed.
+        storage.state.withLock { $0.subscribers.removeAll() }
     }
 
     var value: Value {
-        storage.withLock { $0.value }
+        storage.state.withLock { $0.value }
     }
 
     func modify(_ newValue: Value) {
-        let subscribers = storage.withLock { storage in
-            storage.value = newValue
-            return storage.subscribers
+        let subscribers = storage.state.withLock { state in
+            state.value = newValue
+            return state.subscribers
         }
         for subscriber in subscribers where subscriber.active.load(ordering: .acquiring) {
             subscriber.handler(newValue)
@@ -74,20 +98,12 @@ final class TokenFloor: @unchecked Sendable {
     /// that the token is made on the heap, as an app's is, not on the benchmark's stack.
     @inline(never)
     func subscribe(_ handler: @escaping Handler) -> Token {
-        let subscriber = Subscriber(handler, owner: self)
-        let current = storage.withLock { storage in
-            storage.subscribers.append(subscriber)
-            return storage.value
+        let subscriber = Subscriber(handler, storage: storage)
+        let current = storage.state.withLock { state in
+            state.subscribers.append(subscriber)
+            return state.value
         }
         handler(current)
         return Token(subscriber)
-    }
-
-    private func remove(_ subscriber: Subscriber) {
-        storage.withLock { storage in
-            if let index = storage.subscribers.firstIndex(where: { $0 === subscriber }) {
-                storage.subscribers.remove(at: index)
-            }
-        }
     }
 }
