@@ -159,7 +159,7 @@ open class State<Value> {
     @inlinable
     public final var value: Value {
         if isObservable { registerAccess() }
-        if isAnyTransactionOpen, let log = TransactionLog.current { return transactionalValue(in: log) }
+        if let log = openTransactionLog { return transactionalValue(in: log) }
         lock.lock()
         defer { lock.unlock() }
         return storedValue
@@ -236,7 +236,7 @@ open class State<Value> {
     /// ```
     open func didModify() {
         if DeliveryContext.current.containerRunningHook == ObjectIdentifier(self) { return }
-        if isAnyTransactionOpen, let log = TransactionLog.current { return announceInTransaction(log) }
+        if let log = openTransactionLog { return announceInTransaction(log) }
         let observation = self.observation.unretained
         observation?._withUnsafeGuaranteedRef { $0.willSet() }
         defer { observation?._withUnsafeGuaranteedRef { $0.didSet() } }

@@ -20,7 +20,7 @@ extension State: DerivationLeaf {
     /// Observation: what a derived state's computation reads.
     @usableFromInline
     final var untrackedValue: Value {
-        if isAnyTransactionOpen, let log = TransactionLog.current { return transactionalValue(in: log) }
+        if let log = openTransactionLog { return transactionalValue(in: log) }
         lock.lock()
         defer { lock.unlock() }
         return storedValue

@@ -23,7 +23,7 @@ extension State {
         origin: ChangeOrigin = .local,
         _ body: (inout Value) -> Void
     ) -> RejectedWriteError? {
-        if isAnyTransactionOpen, let log = TransactionLog.current {
+        if let log = openTransactionLog {
             var rejection: RejectedWriteError?
             _ = writeInTransaction(
                 log, rejection: &rejection, unlessAlready: isUnchanged, assignsWholeValue: assignsWholeValue, body)
@@ -58,7 +58,7 @@ extension State {
         rejection: inout RejectedWriteError?,
         _ body: (inout Value) throws -> Result
     ) rethrows -> Result {
-        if isAnyTransactionOpen, let log = TransactionLog.current {
+        if let log = openTransactionLog {
             return try writeInTransaction(
                 log, rejection: &rejection, unlessAlready: { _ in false }, assignsWholeValue: false, body)!
         }

@@ -166,7 +166,7 @@ func pathSuffix(_ path: AnyKeyPath) -> String {
 extension State {
     /// The part of the current value that `reader` reads.
     func read<Part>(_ reader: PartReader<Value, Part>) -> Part {
-        if isAnyTransactionOpen, let log = TransactionLog.current { return reader.read(transactionalValue(in: log)) }
+        if let log = openTransactionLog { return reader.read(transactionalValue(in: log)) }
         lock.lock()
         defer { lock.unlock() }
         return reader.read(storedValue)

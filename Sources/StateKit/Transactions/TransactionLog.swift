@@ -10,27 +10,45 @@ import Musl
 import Bionic
 #endif
 
-/// How many transactions are open on any thread. While it is zero, reads and writes skip the
-/// thread-local look-up.
+/// How many transactions are open on any thread, and the key of each thread's
+/// ``TransactionLog``. While the count is zero, reads and writes skip the thread-local look-up.
 ///
-/// Each container holds a reference to the one shared counter, so that the check on the read
+/// Each container holds a reference to the one shared instance, so that the check on the read
 /// and write paths is two loads, not a call to a global's lazy-initialising accessor (measured:
-/// the global cost 12 instructions a read, the field 2 to 3).
+/// the global cost 12 instructions a read, the field 2 to 3), and so is the key a write inside a
+/// transaction looks its log up with (a static's cost ~30 instructions a write).
 @usableFromInline
 final class OpenTransactions: Sendable {
     @usableFromInline
     let count = Atomic<Int>(0)
+    /// The key of each thread's log, which the thread's slot keeps alive.
+    @usableFromInline
+    let logKey: pthread_key_t
 
     static let shared = OpenTransactions()
 
-    private init() {}
+    private init() {
+        var key = pthread_key_t()
+        let error = pthread_key_create(&key) { pointer in
+            #if canImport(Darwin)
+            Unmanaged<TransactionLog>.fromOpaque(pointer).release()
+            #else
+            guard let pointer else { return }
+            Unmanaged<TransactionLog>.fromOpaque(pointer).release()
+            #endif
+        }
+        precondition(error == 0, "pthread_key_create failed: \(error)")
+        logKey = key
+    }
 }
 
 extension State {
-    /// Whether some thread has a transaction open (the calling one may not).
+    /// The calling thread's open transaction, if any, unretained (see ``TransactionLog/current``):
+    /// two loads while no thread has a transaction open.
     @inlinable
-    var isAnyTransactionOpen: Bool {
-        openTransactions.count.load(ordering: .relaxed) != 0
+    var openTransactionLog: Unmanaged<TransactionLog>? {
+        guard openTransactions.count.load(ordering: .relaxed) != 0 else { return nil }
+        return TransactionLog.current(key: openTransactions.logKey)
     }
 }
 
@@ -78,45 +96,37 @@ final class TransactionLog {
         UnsafeMutableBufferPointer(start: storage, count: count)
     }
 
-    @usableFromInline
-    static let threadKey: pthread_key_t = {
-        var key = pthread_key_t()
-        let error = pthread_key_create(&key) { pointer in
-            #if canImport(Darwin)
-            Unmanaged<TransactionLog>.fromOpaque(pointer).release()
-            #else
-            guard let pointer else { return }
-            Unmanaged<TransactionLog>.fromOpaque(pointer).release()
-            #endif
-        }
-        precondition(error == 0, "pthread_key_create failed: \(error)")
-        return key
-    }()
-
     /// The calling thread's open transaction, if any, unretained: the thread's slot keeps it
     /// alive until the transaction ends.
     ///
     /// Unretained and inlinable, so that a read or write inside a body does not retain and release
     /// the log (each an atomic operation).
     @inlinable
-    static var current: Unmanaged<TransactionLog>? {
-        guard let pointer = pthread_getspecific(threadKey) else { return nil }
+    static func current(key: pthread_key_t) -> Unmanaged<TransactionLog>? {
+        guard let pointer = pthread_getspecific(key) else { return nil }
         let log = Unmanaged<TransactionLog>.fromOpaque(pointer)
         return log._withUnsafeGuaranteedRef { $0.isOpen } ? log : nil
     }
 
+    /// ``current(key:)`` where no container is at hand.
+    static var current: Unmanaged<TransactionLog>? {
+        current(key: OpenTransactions.shared.logKey)
+    }
+
     /// The calling thread's log, made on first use, unretained: the thread-specific slot owns it.
     static var unretainedOfThisThread: Unmanaged<TransactionLog> {
-        if let pointer = pthread_getspecific(threadKey) { return Unmanaged.fromOpaque(pointer) }
+        let key = OpenTransactions.shared.logKey
+        if let pointer = pthread_getspecific(key) { return Unmanaged.fromOpaque(pointer) }
         let log = Unmanaged.passRetained(TransactionLog())
-        pthread_setspecific(threadKey, log.toOpaque())
+        pthread_setspecific(key, log.toOpaque())
         return log
     }
 
     /// Makes `log` the calling thread's log; the slot keeps it and lets go of the one it had.
     static func installOnThisThread(_ log: TransactionLog) {
-        let previous = pthread_getspecific(threadKey)
-        pthread_setspecific(threadKey, Unmanaged.passRetained(log).toOpaque())
+        let key = OpenTransactions.shared.logKey
+        let previous = pthread_getspecific(key)
+        pthread_setspecific(key, Unmanaged.passRetained(log).toOpaque())
         if let previous { Unmanaged<TransactionLog>.fromOpaque(previous).release() }
     }
 
