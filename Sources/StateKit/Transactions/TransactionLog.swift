@@ -69,7 +69,8 @@ final class TransactionLog {
     private var capacity = 8
     @exclusivity(unchecked)
     private var count = 0
-    /// Where each container's entry is in `entries`, once there are too many to search.
+    /// Where each container's entry is in `entries`, once there are too many to search; its
+    /// storage is kept from one transaction to the next, as the entries' is.
     @exclusivity(unchecked)
     private var positions: [ObjectIdentifier: Int] = [:]
     /// Whether a body runs: reads and writes on this thread go to the log.
@@ -196,7 +197,7 @@ final class TransactionLog {
             entry._withUnsafeGuaranteedRef { $0.withOperations { $0.recycle(entry) } }
         }
         count = 0
-        if !positions.isEmpty { positions.removeAll() }
+        if !positions.isEmpty { positions.removeAll(keepingCapacity: true) }
     }
 
     /// What a nested body may undo: each entry's working copy as it is now, and how many there are.
