@@ -5,7 +5,7 @@ import OpenCombine
 import StateKit
 
 /// Scenarios 10 to 13: one write to each of 2 or 10 containers (one subscriber each), plainly and
-/// as one `withStateTransaction`.
+/// as one `withStateTransaction`; in the Floor column, the same on ``TransactionFloor``.
 func registerTransactions() {
     let handler: @Sendable (Int) -> Void = { blackHole($0) }
     for count in [2, 10] {
@@ -25,6 +25,18 @@ func registerTransactions() {
                     }
                 }
                 blackHole(tokens)
+            }
+            let floors = (0..<count).map { _ in TransactionFloor(0) }
+            for floor in floors { floor.subscribe(handler) }
+            Benchmark("\(scenario) \(count) containers, \(name)/Floor") { benchmark in
+                for _ in benchmark.scaledIterations {
+                    next &+= 1
+                    if isTransaction {
+                        withFloorTransaction { for floor in floors { floor.modify(next) } }
+                    } else {
+                        for floor in floors { floor.modify(next) }
+                    }
+                }
             }
         }
     }
