@@ -457,6 +457,54 @@ import FoundationNetworking
         }
     }
 
+    /// The same for a persisted container, which needs no outbox: the retry sends the edit, and
+    /// the relaunch finds it saved and on the server, sends nothing again and discards nothing,
+    /// though the record the first launch left says unsent.
+    @Test(arguments: RealHTTPServer.Kind.allCases)
+    func aPersistedEditWhoseContainerIsReleasedBeforeItsRetryIsSentOnce(kind: RealHTTPServer.Kind) async throws {
+        try await with(kind) { server, directory async throws in
+            let url = server.resource()
+            let key = uniqueKey()
+            let tealETag = try await syncTeal(server, url, key, directory)
+
+            let firstPut = Gate()
+            weak var releasedNetwork: SimulatedNetwork?
+            weak var releasedState: SyncedState<Paint>?
+            let requests: Collector<SentRequest>
+            do {
+                let network = SimulatedNetwork(firstPutHeldAt: firstPut)
+                releasedNetwork = network
+                requests = network.requests
+                let state = launch(key, directory, [sink(server, url, network)])
+                releasedState = state
+                state.modify(Self.orange)
+                await firstPut.arrived()
+            }
+            await eventually("the container to be released") { releasedState == nil }
+            firstPut.open()
+            await eventually("the released container's sink to stop") { releasedNetwork == nil }
+
+            #expect(try await serverValue(server, url) == Self.orange)
+            let puts = requests.all.filter { $0.method == "PUT" }
+            #expect(puts.map(\.body) == [Self.orange, Self.orange], "\(requests.all)")
+            #expect(puts.map(\.ifMatch) == [tealETag, tealETag], "\(requests.all)")
+            // The container was gone when the retry succeeded, so its value may not have been
+            // saved yet: the agreement is not recorded, and the record still says unsent.
+            let left = try #require(try storedRecord(key, directory))
+            #expect(left.hasUnsentChanges && left.validator == tealETag, "\(left)")
+
+            // The relaunch finds the server holding the saved edit: it records the agreement.
+            let network = SimulatedNetwork()
+            let state = launch(key, directory, [sink(server, url, network)])
+            #expect(await state.flush(timeout: .seconds(20)))
+            #expect(state.value == Self.orange)
+            #expect(try await serverValue(server, url) == Self.orange)
+            #expect(network.puts.isEmpty, "\(network.requests.all)")
+            #expect(diagnostics(.localChangesDiscarded, key).isEmpty)
+            #expect(try storedRecord(key, directory)?.hasUnsentChanges == false)
+        }
+    }
+
     @Test(arguments: RealHTTPServer.Kind.allCases)
     func anUnsentMarkBesideAnEmptyOutboxIsNoEditOfTheUsers(kind: RealHTTPServer.Kind) async throws {
         try await with(kind) { server, directory async throws in
