@@ -22,19 +22,26 @@ extension SyncedState {
             guard let name, let sink = pipeline.sink as? any RemoteSyncSink<Value> else { continue }
             let (value, version) = lock.withLock { (storedValue, storedVersion) }
             let record = records.record(name)
-            sink.connect(RemoteChannel(state: self, recordName: name, records: records))
+            let channel = RemoteChannel(state: self, recordName: name, records: records)
             // Behind an outbox, the changes it logged and did not deliver are sent first.
-            guard record.hasUnsentChanges, pipeline.log == nil || pipeline.statistics.pending == 0 else { continue }
+            guard record.hasUnsentChanges, pipeline.log == nil || pipeline.statistics.pending == 0 else {
+                sink.connect(channel)
+                continue
+            }
             guard persistence != nil || pipeline.log == nil else {
                 // A container without storage starts at its default value, so with nothing left
                 // in its outbox the mark is stale (a kill between marking it and logging the
                 // change, whose write never returned): there is no edit to send, and none to
-                // hold against the server's value.
+                // hold against the server's value. Recorded before the sink is connected: its
+                // load at start reads the record once the server answers, and took the default
+                // value for an unsent edit when this thread was slower than the server.
                 lock.withLock {
                     records.agree(name, base: record.base, validator: record.validator, atVersion: version)
                 }
+                sink.connect(channel)
                 continue
             }
+            sink.connect(channel)
             pipeline.enqueueAtStart(
                 StateChange(
                     key: key, oldValue: value, newValue: value, version: version, timestamp: Date(),
