@@ -225,6 +225,43 @@ import FoundationNetworking
         #expect(state.statistics[0].failed == 0, sourceLocation: sourceLocation)
     }
 
+    /// Launch 2, online: `launch` over a network whose first `PUT` waits, writes `orange`, and
+    /// the container is released while that `PUT` waits; then the `PUT` fails, and its retry
+    /// comes after. Returns the requests the sink made, once it is gone.
+    private func editReleasedBeforeItsRetry(
+        _ launch: (SimulatedNetwork) -> SyncedState<Paint>
+    ) async -> [SentRequest] {
+        let firstPut = Gate()
+        weak var releasedNetwork: SimulatedNetwork?
+        weak var releasedState: SyncedState<Paint>?
+        let requests: Collector<SentRequest>
+        do {
+            let network = SimulatedNetwork(firstPutHeldAt: firstPut)
+            releasedNetwork = network
+            requests = network.requests
+            let state = launch(network)
+            releasedState = state
+            state.modify(Self.orange)
+            await firstPut.arrived()
+        }
+        await eventually("the container to be released") { releasedState == nil }
+        firstPut.open()
+        await eventually("the released container's sink to stop") { releasedNetwork == nil }
+        return requests.all
+    }
+
+    /// What the retry of a released container's edit shows: `orange` on the server, sent twice
+    /// (the failed `PUT`, then the retry), each with `If-Match` on `etag`.
+    private func expectOrangeSentByTheRetry(
+        _ requests: [SentRequest], _ server: RealHTTPServer, _ url: URL, onETag etag: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        #expect(try await serverValue(server, url) == Self.orange, sourceLocation: sourceLocation)
+        let puts = requests.filter { $0.method == "PUT" }
+        #expect(puts.map(\.body) == [Self.orange, Self.orange], "\(requests)", sourceLocation: sourceLocation)
+        #expect(puts.map(\.ifMatch) == [etag, etag], "\(requests)", sourceLocation: sourceLocation)
+    }
+
     private func eventually(
         _ what: String, seconds: Double = 10, sourceLocation: SourceLocation = #_sourceLocation,
         _ condition: () -> Bool
@@ -422,31 +459,12 @@ import FoundationNetworking
             let outbox = directory.appending(path: "paint.outbox")
             let tealETag = try await syncTeal(server, url, key, outbox: outbox)
 
-            // The edit's first PUT fails once the container is gone; its retry comes after.
-            let firstPut = Gate()
-            weak var releasedNetwork: SimulatedNetwork?
-            weak var releasedState: SyncedState<Paint>?
-            let requests: Collector<SentRequest>
-            do {
-                let network = SimulatedNetwork(firstPutHeldAt: firstPut)
-                releasedNetwork = network
-                requests = network.requests
-                let state = launch(key, outbox: outbox, sink(server, url, network))
-                releasedState = state
-                state.modify(Self.orange)
-                await firstPut.arrived()
-            }
-            await eventually("the container to be released") { releasedState == nil }
-            firstPut.open()
-            await eventually("the released container's sink to stop") { releasedNetwork == nil }
+            let requests = await editReleasedBeforeItsRetry { launch(key, outbox: outbox, sink(server, url, $0)) }
 
             // The retry sends the logged change's own value. Before, it found no container, sent
             // nothing and reported success, so the outbox dropped the edit from its log and the
             // relaunch sent the default value in its place.
-            #expect(try await serverValue(server, url) == Self.orange)
-            let puts = requests.all.filter { $0.method == "PUT" }
-            #expect(puts.map(\.body) == [Self.orange, Self.orange], "\(requests.all)")
-            #expect(puts.map(\.ifMatch) == [tealETag, tealETag], "\(requests.all)")
+            try await expectOrangeSentByTheRetry(requests, server, url, onETag: tealETag)
             // The agreement is recorded beside the outbox, so the relaunch has nothing to send.
             let network = SimulatedNetwork()
             let state = launch(key, outbox: outbox, sink(server, url, network))
@@ -466,28 +484,8 @@ import FoundationNetworking
             let url = server.resource()
             let key = uniqueKey()
             let tealETag = try await syncTeal(server, url, key, directory)
-
-            let firstPut = Gate()
-            weak var releasedNetwork: SimulatedNetwork?
-            weak var releasedState: SyncedState<Paint>?
-            let requests: Collector<SentRequest>
-            do {
-                let network = SimulatedNetwork(firstPutHeldAt: firstPut)
-                releasedNetwork = network
-                requests = network.requests
-                let state = launch(key, directory, [sink(server, url, network)])
-                releasedState = state
-                state.modify(Self.orange)
-                await firstPut.arrived()
-            }
-            await eventually("the container to be released") { releasedState == nil }
-            firstPut.open()
-            await eventually("the released container's sink to stop") { releasedNetwork == nil }
-
-            #expect(try await serverValue(server, url) == Self.orange)
-            let puts = requests.all.filter { $0.method == "PUT" }
-            #expect(puts.map(\.body) == [Self.orange, Self.orange], "\(requests.all)")
-            #expect(puts.map(\.ifMatch) == [tealETag, tealETag], "\(requests.all)")
+            let requests = await editReleasedBeforeItsRetry { launch(key, directory, [sink(server, url, $0)]) }
+            try await expectOrangeSentByTheRetry(requests, server, url, onETag: tealETag)
             // The container was gone when the retry succeeded, so its value may not have been
             // saved yet: the agreement is not recorded, and the record still says unsent.
             let left = try #require(try storedRecord(key, directory))
