@@ -167,7 +167,8 @@ extension ContainerFields {
             removeSubscriber(entry, from: group, claim: claim)
         } else if let index = audience.subscribers.firstIndex(where: { $0 === entry }) {
             retireSubscribers(claim: claim)
-            if audience.subscribers[index].wantsChanges { audience.changeSubscriberCount -= 1 }
+            // The entry, not the list's element: reading that retained and released it.
+            if unsafeDowncast(entry, to: Subscriber<Value>.self).wantsChanges { audience.changeSubscriberCount -= 1 }
             audience.subscribers.remove(at: index)
         }
         audienceChanged()

@@ -64,7 +64,8 @@ extension State {
                         key: self.key, oldValue: current, newValue: current, version: version, timestamp: Date()),
                     value: current,
                     depth: 0,
-                    in: context
+                    in: context,
+                    ifJoinedBefore: .max
                 )
             } else {
                 subscriber.valueHandler(current)
@@ -80,7 +81,8 @@ extension State {
                 StateChange(key: key, oldValue: current, newValue: current, version: version, timestamp: Date()),
                 value: current,
                 depth: depth,
-                in: context
+                in: context,
+                ifJoinedBefore: .max
             )
         }
         scheduleAndUnlock(.initialValue(depth: depth, origin: context.id, deliver: deliver), in: context)

@@ -79,10 +79,16 @@ extension State {
         others: Audience<Value>?,
         in context: DeliveryContext
     ) {
+        // Read before the loop: a handler takes its value by address, and the loop copied the
+        // whole change, for every subscriber, to pass `change.newValue`'s.
+        let newValue = change.newValue
+        let version = change.version
         for index in 0..<subscribers.count {
             subscribers[index]._withUnsafeGuaranteedRef { subscriber in
-                if subscriber.startVersion < change.version {
-                    subscriber.receive(record(of: change), value: change.newValue, depth: change.depth, in: context)
+                if SubscriptionEntry.isCommon(subscriber.currentState, joinedBefore: version) {
+                    subscriber.valueHandler(newValue)
+                } else {
+                    deliverUncommon(change, to: subscriber, in: context)
                 }
             }
         }
@@ -90,6 +96,20 @@ extension State {
             notifyProjectionsAndListeners(change, audience: others)
         }
         context.deliverHeldDerivedChange()
+    }
+
+    /// Hands `change` to a subscriber whose state is not common (see
+    /// ``SubscriptionEntry/isCommon(_:joinedBefore:)``). Not inlined, so that
+    /// ``notify(_:subscribers:others:in:)``'s loop does not build the arguments of its call for
+    /// every subscriber, common or not.
+    @inlinable
+    @inline(never)
+    final func deliverUncommon(
+        _ change: PendingChange<Value>, to subscriber: Subscriber<Value>, in context: DeliveryContext
+    ) {
+        subscriber.receiveUncommon(
+            { record(of: change) }, value: change.newValue, depth: change.depth, in: { context },
+            ifJoinedBefore: change.version)
     }
 
     /// The public record of `change`.

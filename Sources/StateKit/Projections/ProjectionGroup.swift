@@ -91,14 +91,15 @@ final class KeyPathGroup<Root, Part: Equatable>: ProjectionGroup<Root> {
         lock.lock()
         let subscribers = self.subscribers
         lock.unlock()
-        for subscriber in subscribers where subscriber.startVersion < version {
+        for subscriber in subscribers {
             subscriber.receiveInGenericCode(
                 StateChange(
                     key: key, oldValue: oldPart, newValue: part, version: version, timestamp: timestamp ?? Date(),
                     origin: origin),
                 value: part,
                 depth: depth,
-                in: .current
+                in: .current,
+                ifJoinedBefore: version
             )
         }
     }

@@ -27,23 +27,27 @@ import Bionic
 ///
 /// - Note: All operations on `Subscription` are thread-safe.
 public final class Subscription: Hashable, @unchecked Sendable {
-    /// The subscriber, retained, until the subscription is cancelled.
+    /// The subscriber's address, retained until the subscription is cancelled, and in the low
+    /// bits (an object's address is a multiple of 8) how many ``isActive`` calls are reading it:
+    /// ``cancel()`` releases the subscriber only when none is. One word, so that a kept token is
+    /// as small as a token can be. The token keeps no reference to its container: the
+    /// subscriber's link reaches it.
     @usableFromInline
-    let entry: Atomic<UnsafeMutableRawPointer?>
-    /// How many ``isActive`` calls are reading the subscriber; ``cancel()`` releases it only when
-    /// none is. The token keeps no reference to its container: the subscriber's link reaches it.
+    let entry: Atomic<UInt>
+
+    /// The bits of ``entry`` that count readers.
     @usableFromInline
-    let readers = Atomic<Int>(0)
+    static var readerBits: UInt { 7 }
 
     /// A token for `entry`.
     @inlinable
     init(_ entry: SubscriptionEntry) {
-        self.entry = Atomic(Unmanaged.passRetained(entry).toOpaque())
+        self.entry = Atomic(UInt(bitPattern: Unmanaged.passRetained(entry).toOpaque()))
     }
 
     /// A subscription that was never live: what subscribing to a container already gone gives.
     init() {
-        self.entry = Atomic(nil)
+        self.entry = Atomic(0)
     }
 
     deinit {
@@ -53,24 +57,31 @@ public final class Subscription: Hashable, @unchecked Sendable {
     /// Stops the subscription. Calling it more than once does nothing.
     public func cancel() {
         // A load first: a token cancelled by hand is cancelled again by its `deinit`, and the
-        // load spares that second call an atomic exchange.
-        guard entry.load(ordering: .relaxed) != nil,
-            let pointer = entry.exchange(nil, ordering: .sequentiallyConsistent)
-        else { return }
-        let entry = Unmanaged<SubscriptionEntry>.fromOpaque(pointer)
+        // load spares that second call an atomic operation.
+        var word = entry.load(ordering: .relaxed)
+        while true {
+            guard word & ~Self.readerBits != 0 else { return }
+            let (exchanged, original) = entry.compareExchange(
+                expected: word, desired: word & Self.readerBits, ordering: .acquiringAndReleasing)
+            if exchanged { break }
+            word = original
+        }
+        let subscriber = Unmanaged<SubscriptionEntry>.fromOpaque(UnsafeRawPointer(bitPattern: word & ~Self.readerBits)!)
         // Borrowed: `takeUnretainedValue()` retained and released it around the call.
-        entry._withUnsafeGuaranteedRef { $0.cancel() }
-        if readers.load(ordering: .sequentiallyConsistent) != 0 { waitForReaders() }
-        entry.release()
+        subscriber._withUnsafeGuaranteedRef { $0.cancel() }
+        // Readers that counted themselves before the exchange may still read the subscriber;
+        // none can count itself after it.
+        if word & Self.readerBits != 0 { waitForReaders() }
+        subscriber.release()
     }
 
-    /// Waits until no ``isActive`` that loaded the subscriber before ``cancel()`` took it is still
-    /// reading it: a few loads, unless the reading thread was preempted; then this one sleeps in
-    /// short steps rather than spin, so that the reader gets a core.
+    /// Waits until no ``isActive`` that counted itself before ``cancel()`` took the subscriber is
+    /// still reading it: a few loads, unless the reading thread was preempted; then this one
+    /// sleeps in short steps rather than spin, so that the reader gets a core.
     @inline(never)
     private func waitForReaders() {
         var attempts = 0
-        while readers.load(ordering: .sequentiallyConsistent) != 0 {
+        while entry.load(ordering: .acquiring) != 0 {
             attempts += 1
             if attempts < 64 { sched_yield() } else { usleep(50) }
         }
@@ -78,12 +89,33 @@ public final class Subscription: Hashable, @unchecked Sendable {
 
     /// Whether the subscription is still live: not cancelled, and its container still exists.
     public var isActive: Bool {
-        // Counted before the load, both sequentially consistent, as `cancel()`'s exchange and
-        // count are: either this load sees the exchange's `nil`, or that cancel sees this reader.
-        readers.add(1, ordering: .sequentiallyConsistent)
-        defer { readers.subtract(1, ordering: .releasing) }
-        guard let pointer = entry.load(ordering: .sequentiallyConsistent) else { return false }
-        return Unmanaged<SubscriptionEntry>.fromOpaque(pointer).takeUnretainedValue().isOwnerLive
+        guard let subscriber = beginReading() else { return false }
+        defer { endReading() }
+        return subscriber._withUnsafeGuaranteedRef { $0.isOwnerLive }
+    }
+
+    /// The subscriber, counted as read until ``endReading()``, or `nil` once cancelled.
+    func beginReading() -> Unmanaged<SubscriptionEntry>? {
+        var word = entry.load(ordering: .relaxed)
+        while true {
+            guard word & ~Self.readerBits != 0 else { return nil }
+            if word & Self.readerBits == Self.readerBits {
+                // As many readers as the bits count: wait for one to finish.
+                sched_yield()
+                word = entry.load(ordering: .relaxed)
+                continue
+            }
+            let (exchanged, original) = entry.compareExchange(
+                expected: word, desired: word + 1, ordering: .acquiringAndReleasing)
+            if exchanged { break }
+            word = original
+        }
+        return Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: word & ~Self.readerBits)!)
+    }
+
+    /// Ends a read that ``beginReading()`` began.
+    func endReading() {
+        entry.subtract(1, ordering: .releasing)
     }
 
     /// Keeps the token in `set`, so the subscription lasts as long as the set holds it.
@@ -107,42 +139,119 @@ public final class Subscription: Hashable, @unchecked Sendable {
 /// Only what every subscriber needs lives here and in ``Subscriber``: a value handler called on
 /// the delivering thread needs nothing else. The rest (a projection group, a queue, another kind
 /// of handler) is in ``SubscriberOptions``, which most subscribers do without: every field here
-/// is allocated, initialised and destroyed with each subscription.
+/// is allocated, initialised and destroyed with each subscription, so a subscriber with no options
+/// is three words and its handler.
 @usableFromInline
 class SubscriptionEntry: @unchecked Sendable {
+    /// The version current when the subscriber joined, in the low bits, and above it three
+    /// flags: ``inactiveBit``, ``handlerInOptionsBit``, and ``largeVersionBit`` when the version
+    /// does not fit (the options then hold it). Laid out so that one comparison, `state <
+    /// version`, tells that an active subscriber with a value handler joined before `version`.
+    /// Only ``cancel()`` changes it.
     @usableFromInline
-    let active = Atomic<Bool>(true)
-    /// Whether ``options`` holds the handler: otherwise it is ``Subscriber/valueHandler``. Beside
-    /// `active`, in its padding.
+    let state: Atomic<UInt64>
+    /// The subscriber's ``SubscriberLink``; or, if it has options, its ``SubscriberOptions``,
+    /// which hold the link. One field, not two, since most subscribers have no options.
     @usableFromInline
-    let handlerIsInOptions: Bool
-    /// How the subscriber reaches the container that delivers to it, which it does not keep alive.
-    @usableFromInline
-    let link: SubscriberLink
-    /// The version current when the subscriber joined; it is handed no change at or before it.
-    @usableFromInline
-    let startVersion: UInt64
-    /// What the subscriber has beyond a value handler, if anything.
-    @usableFromInline
-    let options: SubscriberOptions?
+    let linkOrOptions: AnyObject
 
     @usableFromInline
-    init(
-        link: SubscriberLink,
-        startVersion: UInt64,
-        options: SubscriberOptions? = nil,
-        handlerIsInOptions: Bool = false
-    ) {
-        self.handlerIsInOptions = handlerIsInOptions
-        self.link = link
-        self.startVersion = startVersion
-        self.options = options
+    static var inactiveBit: UInt64 { 1 << 63 }
+    @usableFromInline
+    static var handlerInOptionsBit: UInt64 { 1 << 62 }
+    @usableFromInline
+    static var largeVersionBit: UInt64 { 1 << 61 }
+    /// The largest start version ``state`` holds; a larger one needs options.
+    @usableFromInline
+    static var largestPackedVersion: UInt64 { largeVersionBit - 1 }
+
+    /// A subscriber with no options that joined at `startVersion`, which must be at most
+    /// ``largestPackedVersion``.
+    @usableFromInline
+    init(link: SubscriberLink, startVersion: UInt64) {
+        linkOrOptions = link
+        state = Atomic(startVersion)
+    }
+
+    /// A subscriber with `options`, which hold its link and, if it joined at a version larger
+    /// than ``largestPackedVersion``, that version.
+    @usableFromInline
+    init(options: SubscriberOptions, handlerIsInOptions: Bool) {
+        linkOrOptions = options
+        var state =
+            options.startVersion > Self.largestPackedVersion
+            ? Self.largeVersionBit | Self.largestPackedVersion : options.startVersion
+        if handlerIsInOptions { state |= Self.handlerInOptionsBit }
+        self.state = Atomic(state)
+    }
+
+    /// ``state`` now, as a delivery reads it.
+    @inlinable
+    final var currentState: UInt64 {
+        state.load(ordering: .acquiring)
+    }
+
+    /// Whether `state`, a subscriber's ``state``, says it is active, with a value handler on the
+    /// delivering thread, and joined before `version`: the common case, in one comparison. A
+    /// delivery then calls ``Subscriber/valueHandler`` itself, and
+    /// ``Subscriber/receiveUncommon(_:value:depth:in:ifJoinedBefore:)`` otherwise.
+    @inlinable
+    static func isCommon(_ state: UInt64, joinedBefore version: UInt64) -> Bool {
+        // A state below both has no flag set, and a start version below `version`.
+        state < min(version, largeVersionBit)
+    }
+
+    /// Whether the subscriber, whose ``state`` is `state`, is active and joined before
+    /// `version`: it is handed no change at or before the version current when it joined.
+    @inlinable
+    final func isActive(andJoinedBefore version: UInt64, state: UInt64) -> Bool {
+        guard state & Self.inactiveBit == 0 else { return false }
+        guard state & Self.largeVersionBit != 0 else { return state & Self.largestPackedVersion < version }
+        return unsafeOptions.startVersion < version
+    }
+
+    /// Whether the subscriber has options: ``linkOrOptions`` is not the link.
+    @inlinable
+    final var hasOptions: Bool {
+        ObjectIdentifier(type(of: linkOrOptions)) != ObjectIdentifier(SubscriberLink.self)
+    }
+
+    /// What the subscriber has beyond a value handler, if anything.
+    @inlinable
+    final var options: SubscriberOptions? {
+        hasOptions ? unsafeOptions : nil
+    }
+
+    /// The options; only when the subscriber has them.
+    @inlinable
+    final var unsafeOptions: SubscriberOptions {
+        unsafeDowncast(linkOrOptions, to: SubscriberOptions.self)
+    }
+
+    /// Whether ``options`` holds the handler: otherwise it is ``Subscriber/valueHandler``.
+    @inlinable
+    final var handlerIsInOptions: Bool {
+        state.load(ordering: .relaxed) & Self.handlerInOptionsBit != 0
+    }
+
+    /// Calls `body` with the link through which the subscriber reaches the container that
+    /// delivers to it (which it does not keep alive), borrowed: a link returned from a property
+    /// was retained and released around each use.
+    final func withLink<Result>(_ body: (SubscriberLink) -> Result) -> Result {
+        let link: Unmanaged<SubscriberLink> =
+            hasOptions
+            ? .passUnretained(unsafeOptions.link)
+            : .passUnretained(unsafeDowncast(linkOrOptions, to: SubscriberLink.self))
+        return link._withUnsafeGuaranteedRef(body)
     }
 
     /// The projection group this subscriber belongs to, or `nil` for the container's own subscribers.
     @inlinable
     final var group: ProjectionGroupBase? {
-        options?.group
+        guard hasOptions else { return nil }
+        // Unretained: the subscriber keeps its options.
+        unowned(unsafe) let options = unsafeOptions
+        return options.group
     }
 
     /// Tells the subscriber its container is gone; called once, from the container's `deinit`.
@@ -153,19 +262,19 @@ class SubscriptionEntry: @unchecked Sendable {
 
     @inlinable
     final var isActive: Bool {
-        active.load(ordering: .acquiring)
+        currentState & Self.inactiveBit == 0
     }
 
     /// Whether the container that delivers to this subscriber has not been released.
     final var isOwnerLive: Bool {
-        link.isOwnerLive
+        withLink { $0.isOwnerLive }
     }
 
-    /// Called once, by the token whose exchange took the subscriber, so a store is enough here:
-    /// a second exchange was one of a cancel's locked instructions.
+    /// Called once, by the token whose exchange took the subscriber, so a load and a store are
+    /// enough here: nothing else changes ``state``.
     final func cancel() {
-        active.store(false, ordering: .releasing)
-        link.remove(self)
+        state.store(state.load(ordering: .relaxed) | Self.inactiveBit, ordering: .releasing)
+        withLink { $0.remove(self) }
     }
 }
 
@@ -173,6 +282,12 @@ class SubscriptionEntry: @unchecked Sendable {
 /// group it belongs to, what to call when its container goes away, a queue, what it keeps alive.
 @usableFromInline
 class SubscriberOptions: @unchecked Sendable {
+    /// The subscriber's link (see ``SubscriptionEntry/linkOrOptions``).
+    @usableFromInline
+    let link: SubscriberLink
+    /// The subscriber's start version, when it is too large for ``SubscriptionEntry/state``.
+    @usableFromInline
+    let startVersion: UInt64
     /// The projection group the subscriber belongs to, or `nil` for a container's own subscribers.
     @usableFromInline
     weak let group: ProjectionGroupBase?
@@ -193,11 +308,15 @@ class SubscriberOptions: @unchecked Sendable {
 
     @usableFromInline
     init(
+        link: SubscriberLink,
+        startVersion: UInt64,
         group: __shared ProjectionGroupBase?,
         onOwnerReleased: (@Sendable () -> Void)?,
         queue: DispatchQueue?,
         keptAlive: AnyObject?
     ) {
+        self.link = link
+        self.startVersion = startVersion
         self.group = group
         self.onOwnerReleased = onOwnerReleased
         self.queue = queue
@@ -230,6 +349,8 @@ final class HandlerOptions<Element>: SubscriberOptions, @unchecked Sendable {
 
     @usableFromInline
     init(
+        link: SubscriberLink,
+        startVersion: UInt64,
         handler: Subscriber<Element>.Handler,
         group: __shared ProjectionGroupBase?,
         onOwnerReleased: (@Sendable () -> Void)?,
@@ -250,7 +371,9 @@ final class HandlerOptions<Element>: SubscriberOptions, @unchecked Sendable {
             changeHandler = { _ in }
             sourceChanged = body
         }
-        super.init(group: group, onOwnerReleased: onOwnerReleased, queue: queue, keptAlive: keptAlive)
+        super.init(
+            link: link, startVersion: startVersion, group: group, onOwnerReleased: onOwnerReleased, queue: queue,
+            keptAlive: keptAlive)
     }
 }
 
@@ -291,41 +414,61 @@ final class Subscriber<Element>: SubscriptionEntry, @unchecked Sendable {
             self.valueHandler = { _ in }
         }
         if queue == nil, case .value = handler {
-            let options =
-                group == nil && onOwnerReleased == nil && keptAlive == nil
-                ? nil
-                : SubscriberOptions(group: group, onOwnerReleased: onOwnerReleased, queue: nil, keptAlive: keptAlive)
-            super.init(link: link, startVersion: startVersion, options: options)
+            if group == nil && onOwnerReleased == nil && keptAlive == nil
+                && startVersion <= SubscriptionEntry.largestPackedVersion
+            {
+                super.init(link: link, startVersion: startVersion)
+            } else {
+                super.init(
+                    options: SubscriberOptions(
+                        link: link, startVersion: startVersion, group: group, onOwnerReleased: onOwnerReleased,
+                        queue: nil, keptAlive: keptAlive),
+                    handlerIsInOptions: false)
+            }
         } else {
-            let options = HandlerOptions(
-                handler: handler, group: group, onOwnerReleased: onOwnerReleased, queue: queue, keptAlive: keptAlive)
-            super.init(link: link, startVersion: startVersion, options: options, handlerIsInOptions: true)
+            super.init(
+                options: HandlerOptions(
+                    link: link, startVersion: startVersion, handler: handler, group: group,
+                    onOwnerReleased: onOwnerReleased, queue: queue, keptAlive: keptAlive),
+                handlerIsInOptions: true)
         }
     }
 
     /// The options that hold the handler; only when ``SubscriptionEntry/handlerIsInOptions``.
     @inlinable
     var handlerOptions: HandlerOptions<Element> {
-        unsafeDowncast(options.unsafelyUnwrapped, to: HandlerOptions<Element>.self)
+        unsafeDowncast(linkOrOptions, to: HandlerOptions<Element>.self)
     }
 
     /// Whether this subscriber wants old values and timestamps, not just new values.
     @inlinable
     var wantsChanges: Bool {
-        handlerIsInOptions && handlerOptions.kind == .change
+        guard handlerIsInOptions else { return false }
+        // Unretained: the subscriber keeps its options.
+        unowned(unsafe) let options = handlerOptions
+        return options.kind == .change
     }
 
-    /// Hands `change` to the handler, on its queue if it has one. `depth` is the change's place in
-    /// a chain of handler-triggered writes; `context` is the delivering thread's.
+    /// Hands `change` to the handler, on its queue if it has one, if the subscriber is active and
+    /// joined before `version` (the change's; `.max` for a first call). For a subscriber whose
+    /// ``SubscriptionEntry/state`` is not common (see
+    /// ``SubscriptionEntry/isCommon(_:joinedBefore:)``): a delivery calls a common one's
+    /// ``valueHandler`` itself. `depth` is the change's place in a chain of handler-triggered
+    /// writes; `context` is the delivering thread's.
+    ///
+    /// Not inlined, so that the delivery loops stay small enough to be inlined in turn.
     @inlinable
-    func receive(
-        _ change: @autoclosure () -> StateChange<Element>,
+    @inline(never)
+    func receiveUncommon(
+        _ change: () -> StateChange<Element>,
         value: Element,
         depth: Int,
-        in context: @autoclosure () -> DeliveryContext
+        in context: () -> DeliveryContext,
+        ifJoinedBefore version: UInt64
     ) {
-        guard isActive else { return }
-        guard handlerIsInOptions else { return valueHandler(value) }
+        let state = currentState
+        guard isActive(andJoinedBefore: version, state: state) else { return }
+        guard state & Self.handlerInOptionsBit != 0 else { return valueHandler(value) }
         // Unretained: the subscriber keeps its options, which a strong local retained and
         // released on every delivery.
         unowned(unsafe) let options = handlerOptions
@@ -359,33 +502,21 @@ final class Subscriber<Element>: SubscriptionEntry, @unchecked Sendable {
         enqueue(call, on: queue, depth: depth)
     }
 
-    /// ``receive(_:value:depth:in:)``, for code not specialised for `Element` (a projection
-    /// group's, a new subscriber's first call): it calls a value handler without mentioning
-    /// `StateChange`, whose metadata such code otherwise looks up on every call, whatever the
-    /// handler (measured: ~330 instructions a subscriber; 1,000 subscribers to one projection
-    /// went from 458,419 to 98,461 instructions a write).
+    /// ``receiveUncommon(_:value:depth:in:ifJoinedBefore:)`` for any subscriber, for code
+    /// not specialised for `Element` (a projection group's, a new subscriber's first call): it
+    /// calls a value handler without mentioning `StateChange`, whose metadata such code otherwise
+    /// looks up on every call, whatever the handler (measured: ~330 instructions a subscriber;
+    /// 1,000 subscribers to one projection went from 458,419 to 98,461 instructions a write).
     @usableFromInline
     func receiveInGenericCode(
         _ change: @autoclosure () -> StateChange<Element>,
         value: Element,
         depth: Int,
-        in context: @autoclosure () -> DeliveryContext
+        in context: @autoclosure () -> DeliveryContext,
+        ifJoinedBefore version: UInt64
     ) {
-        if !handlerIsInOptions {
-            if isActive { valueHandler(value) }
-            return
-        }
-        receiveOtherwise(change(), value: value, depth: depth, in: context())
-    }
-
-    @inline(never)
-    private func receiveOtherwise(
-        _ change: @autoclosure () -> StateChange<Element>,
-        value: Element,
-        depth: Int,
-        in context: @autoclosure () -> DeliveryContext
-    ) {
-        receive(change(), value: value, depth: depth, in: context())
+        guard !Self.isCommon(currentState, joinedBefore: version) else { return valueHandler(value) }
+        receiveUncommon(change, value: value, depth: depth, in: context, ifJoinedBefore: version)
     }
 
     @usableFromInline

@@ -123,7 +123,7 @@ import Testing
         let released = ReleaseCounter()
         let subscribe = { (captured: CountedRelease) in state.subscribe { _ in captured.touch() } }
         let token = subscribe(CountedRelease(released))
-        token.readers.add(1, ordering: .sequentiallyConsistent)
+        #expect(token.beginReading() != nil)
         let cancelled = DispatchSemaphore(value: 0)
         Thread {
             token.cancel()
@@ -135,7 +135,7 @@ import Testing
         #expect(state.subscriberCount == 0)
         #expect(cancelled.wait(timeout: .now() + .milliseconds(200)) == .timedOut)
         #expect(released.count.load(ordering: .acquiring) == 0)
-        token.readers.subtract(1, ordering: .releasing)
+        token.endReading()
         #expect(cancelled.wait(timeout: .now() + .seconds(30)) == .success)
         #expect(released.count.load(ordering: .acquiring) == 1)
     }
