@@ -91,14 +91,7 @@ import Testing
         #expect(answered.wait(timeout: .now() + .seconds(30)) == .success)
         let wasActive = answer.load(ordering: .acquiring)
         #expect(wasActive)
-        let cancelled = DispatchSemaphore(value: 0)
-        Thread {
-            token.cancel()
-            cancelled.signal()
-        }.start()
-        let deadline = Date() + 30
-        while state.subscriberCount != 0 && Date() < deadline { usleep(1_000) }
-        #expect(state.subscriberCount == 0)
+        let cancelled = startCancelling(token, of: state)
         #expect(!token.isActive)
         for _ in 0..<5 { token.endReading() }
         #expect(cancelled.wait(timeout: .now() + .milliseconds(200)) == .timedOut)

@@ -28,6 +28,26 @@ func onThreads(_ count: Int, stackSize: Int? = nil, _ body: @escaping @Sendable 
     for _ in 0..<count { waitFor(done, "thread to finish") }
 }
 
+/// Starts `token.cancel()` on a thread of its own and waits (30 s at most) until it has taken the
+/// subscriber out of `state`: all a cancel does before it waits for `isActive` calls still reading
+/// the subscriber.
+/// - Returns: A semaphore signalled when the cancel returns.
+func startCancelling(
+    _ token: Subscription,
+    of state: MonitoredState<Int>,
+    sourceLocation: SourceLocation = #_sourceLocation
+) -> DispatchSemaphore {
+    let cancelled = DispatchSemaphore(value: 0)
+    Thread {
+        token.cancel()
+        cancelled.signal()
+    }.start()
+    let deadline = Date() + 30
+    while state.subscriberCount != 0 && Date() < deadline { usleep(1_000) }
+    #expect(state.subscriberCount == 0, sourceLocation: sourceLocation)
+    return cancelled
+}
+
 /// Runs `body` on a thread of its own and returns its result, for async tests that block or spin.
 ///
 /// Swift Testing runs every test, synchronous ones too, on Swift concurrency's shared pool: two
