@@ -42,7 +42,9 @@ public final class Subscription: Hashable, @unchecked Sendable {
     /// A token for `entry`.
     @inlinable
     init(_ entry: SubscriptionEntry) {
-        self.entry = Atomic(UInt(bitPattern: Unmanaged.passRetained(entry).toOpaque()))
+        let address = UInt(bitPattern: Unmanaged.passRetained(entry).toOpaque())
+        assert(address & Self.readerBits == 0, "StateKit: a subscriber's address has no room to count readers")
+        self.entry = Atomic(address)
     }
 
     /// A subscription that was never live: what subscribing to a container already gone gives.
