@@ -147,9 +147,9 @@ public final class Subscription: Hashable, @unchecked Sendable {
 class SubscriptionEntry: @unchecked Sendable {
     /// The version current when the subscriber joined, in the low bits, and above it three
     /// flags: ``inactiveBit``, ``handlerInOptionsBit``, and ``largeVersionBit`` when the version
-    /// does not fit (the options then hold it). Laid out so that one comparison, `state <
-    /// version`, tells that an active subscriber with a value handler joined before `version`.
-    /// Only ``cancel()`` changes it.
+    /// does not fit (the options then hold it). Laid out so that one comparison with a change's
+    /// version tells that an active subscriber with a value handler joined before it (see
+    /// ``isCommon(_:joinedBefore:)``). Only ``cancel()`` changes it.
     @usableFromInline
     let state: Atomic<UInt64>
     /// The subscriber's ``SubscriberLink``; or, if it has options, its ``SubscriberOptions``,
