@@ -95,10 +95,16 @@ extension State {
     final var subscriberLink: Unmanaged<SubscriberLink> {
         if let link = installedLink.unretained { return link }
         return .passUnretained(
-            installedLink.install(
-                SubscriberLink(lock: lock) { [fields, deliveryClaim, key] entry in
-                    fields.pointee.removeSubscriber(entry, claim: deliveryClaim, key: key)
-                }))
+            installedLink.install(SubscriberLink(lock: lock, removeLocked: subscriberRemoval)))
+    }
+
+    /// Takes a subscriber out of the audience, with the lock held: what a cancel runs through the
+    /// link. It captures the fields, claim and key, never the container (see ``SubscriberLink``).
+    @inlinable
+    final var subscriberRemoval: (SubscriptionEntry) -> Void {
+        { [fields, deliveryClaim, key] entry in
+            fields.pointee.removeSubscriber(entry, claim: deliveryClaim, key: key)
+        }
     }
 
     /// Makes the link's removal specialised for `Value`, if the link was made in code that was
@@ -110,10 +116,7 @@ extension State {
         {
             return
         }
-        _ = subscriberLink.takeUnretainedValue().specialisedRemoval.install(
-            SubscriberRemoval { [fields, deliveryClaim, key] entry in
-                fields.pointee.removeSubscriber(entry, claim: deliveryClaim, key: key)
-            })
+        _ = subscriberLink.takeUnretainedValue().specialisedRemoval.install(SubscriberRemoval(subscriberRemoval))
     }
 
     /// Recomputes the fast-path flags after the audience changed. Called with the lock held.
