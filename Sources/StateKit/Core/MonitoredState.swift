@@ -87,7 +87,7 @@ open class MonitoredState<Value>: State<Value> {
     /// equal values change nothing.
     public func set(_ newValue: Value) throws {
         let isUnchanged = { self.isEqual?($0, newValue) ?? false }
-        if let rejection = write(unlessAlready: isUnchanged, assignsWholeValue: true, { $0 = newValue }) {
+        if let rejection = assign(newValue, unlessAlready: isUnchanged) {
             throw rejection
         }
     }

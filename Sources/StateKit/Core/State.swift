@@ -49,6 +49,13 @@ open class State<Value> {
     @usableFromInline
     @exclusivity(unchecked)
     private(set) var runsOnlyOwnHook = false
+    /// Whether a transaction may take a value assigned to this container without reading the
+    /// container first (see ``assignInTransaction(_:_:unlessAlready:)``): it has no validator and
+    /// will never have one. Only initialisers install validators; a cell is shared, and its
+    /// containers with it, so they never assign blindly. Set before the container is shared.
+    @usableFromInline
+    @exclusivity(unchecked)
+    var assignsBlindly = true
     /// `==` when `Value` is `Equatable`: assigning an equal value is then not a change.
     @usableFromInline
     let isEqual: ((Value, Value) -> Bool)?
@@ -117,6 +124,7 @@ open class State<Value> {
         self.cell = cell
         self.isEqual = cell.isEqual
         self.isObservable = true
+        assignsBlindly = false
         // One registrar for the cell, so a write through any container reaches what tracks another.
         _ = observation.install(cell.installObservationPoint())
         runsOwnHook = !isStateKitType(type(of: self))
@@ -181,9 +189,7 @@ open class State<Value> {
     /// ``MonitoredState/set(_:)`` to get the error thrown instead).
     @inlinable
     public final func modify(_ newValue: Value) {
-        let rejection = write(unlessAlready: { self.isEqual?($0, newValue) ?? false }, assignsWholeValue: true) {
-            $0 = newValue
-        }
+        let rejection = assign(newValue, unlessAlready: { self.isEqual?($0, newValue) ?? false })
         rejection?.report()
     }
 
@@ -258,7 +264,7 @@ extension State where Value: Equatable {
     /// The same as the unconstrained ``modify(_:)-5lmnc``, specialised to compare with `==` directly.
     @inlinable
     public func modify(_ newValue: Value) {
-        let rejection = write(unlessAlready: { $0 == newValue }, assignsWholeValue: true) { $0 = newValue }
+        let rejection = assign(newValue, unlessAlready: { $0 == newValue })
         rejection?.report()
     }
 }
@@ -271,7 +277,7 @@ extension State: CustomStringConvertible {
 }
 
 /// `==` for `Value` if it is `Equatable`, found once per container rather than on every write.
-@usableFromInline
+@inlinable
 func equality<Value>(for type: Value.Type) -> ((Value, Value) -> Bool)? {
     guard let equatable = type as? any Equatable.Type else { return nil }
     return equatable.equality(as: type)
@@ -281,14 +287,16 @@ extension Equatable {
     /// `==` for `Value`, which is `Self`. The closure runs unspecialised, so it compares through
     /// one pointer cast (measured: comparing two `Int`s through nested `withUnsafePointer` and
     /// `withMemoryRebound` calls cost 435 instructions, this 180).
-    fileprivate static func equality<Value>(as: Value.Type) -> (Value, Value) -> Bool {
+    @inlinable
+    static func equality<Value>(as: Value.Type) -> (Value, Value) -> Bool {
         { lhs, rhs in
             var (lhs, rhs) = (lhs, rhs)
             return equal(&lhs, &rhs)
         }
     }
 
-    private static func equal<Value>(_ lhs: UnsafePointer<Value>, _ rhs: UnsafePointer<Value>) -> Bool {
+    @inlinable
+    static func equal<Value>(_ lhs: UnsafePointer<Value>, _ rhs: UnsafePointer<Value>) -> Bool {
         UnsafeRawPointer(lhs).assumingMemoryBound(to: Self.self).pointee
             == UnsafeRawPointer(rhs).assumingMemoryBound(to: Self.self).pointee
     }

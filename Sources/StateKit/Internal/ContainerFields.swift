@@ -102,10 +102,15 @@ extension State {
         set { fields.pointee.wantsChangeRecords = newValue }
     }
 
+    /// Set only by initialisers, before the container is shared: a container that has one never
+    /// assigns blindly in a transaction (see ``assignsBlindly``).
     @inlinable
     var validator: (@Sendable (_ current: Value, _ proposed: Value) throws -> Void)? {
         get { fields.pointee.validator }
-        set { fields.pointee.validator = newValue }
+        set {
+            if assignsBlindly { assignsBlindly = false }
+            fields.pointee.validator = newValue
+        }
     }
 
     @inlinable

@@ -10,25 +10,41 @@ extension State {
     /// For an observable container, Observation's `willSet` runs between the check and the write,
     /// outside the lock (its `onChange` may read the container), so the check is made again after
     /// it; `didSet` follows the write and its delivery.
-    /// - Parameter assignsWholeValue: Whether `body` assigns the value `isUnchanged` compares
-    ///   with (`$0 = newValue`); a transaction then learns at once whether its working copy is
-    ///   back at its start.
     /// - Parameter origin: Where the change comes from; a write inside a transaction takes the
     ///   transaction's.
     /// - Returns: The validator's refusal, if it refused.
     @inlinable
     final func write(
         unlessAlready isUnchanged: (Value) -> Bool,
-        assignsWholeValue: Bool = false,
         origin: ChangeOrigin = .local,
         _ body: (inout Value) -> Void
     ) -> RejectedWriteError? {
         if let log = openTransactionLog {
             var rejection: RejectedWriteError?
-            _ = writeInTransaction(
-                log, rejection: &rejection, unlessAlready: isUnchanged, assignsWholeValue: assignsWholeValue, body)
+            _ = writeInTransaction(log, rejection: &rejection, unlessAlready: isUnchanged, body)
             return rejection
         }
+        return writeOutsideTransaction(unlessAlready: isUnchanged, origin: origin, body)
+    }
+
+    /// Replaces the value with `newValue`, unless `isUnchanged` says the value already equals it.
+    ///
+    /// ``write(unlessAlready:origin:_:)``, but inside a transaction the container need not be read
+    /// (see ``assignInTransaction(_:_:unlessAlready:)``).
+    /// - Returns: The validator's refusal, if it refused.
+    @inlinable
+    final func assign(_ newValue: Value, unlessAlready isUnchanged: (Value) -> Bool) -> RejectedWriteError? {
+        if let log = openTransactionLog { return assignInTransaction(log, newValue, unlessAlready: isUnchanged) }
+        return writeOutsideTransaction(unlessAlready: isUnchanged) { $0 = newValue }
+    }
+
+    /// ``write(unlessAlready:origin:_:)`` when no transaction is open on this thread.
+    @inlinable
+    final func writeOutsideTransaction(
+        unlessAlready isUnchanged: (Value) -> Bool,
+        origin: ChangeOrigin = .local,
+        _ body: (inout Value) -> Void
+    ) -> RejectedWriteError? {
         lock.lock()
         if isUnchanged(storedValue) {
             lock.unlock()
@@ -59,8 +75,7 @@ extension State {
         _ body: (inout Value) throws -> Result
     ) rethrows -> Result {
         if let log = openTransactionLog {
-            return try writeInTransaction(
-                log, rejection: &rejection, unlessAlready: { _ in false }, assignsWholeValue: false, body)!
+            return try writeInTransaction(log, rejection: &rejection, unlessAlready: { _ in false }, body)!
         }
         let observation = self.observation.unretained
         observation?._withUnsafeGuaranteedRef { $0.willSet() }

@@ -81,6 +81,8 @@ final class StoredValue<Value>: RetirableStoredValue, @unchecked Sendable {
         self.previousCodecs = previousCodecs
         self.defaultValue = defaultValue
         self.cell = MonitoredState(defaultValue, key: key)
+        // Its containers' validators become the cell's after it is shared.
+        cell.assignsBlindly = false
         self.savesInline = savesInline
         self.queue = DispatchQueue(label: "StateKit.persistence.\(key)", qos: .utility)
         changes = cell.addSubscriber(

@@ -23,21 +23,13 @@ extension State {
         return addEntry(to: log)
     }
 
-    /// The container's entry on its first touch: its value and version, read under the lock,
-    /// in the container's spare entry if no other transaction has it.
+    /// The container's entry on its first touch: its value and version, read under the lock.
     ///
     /// Not inlined, so that the write paths it is reachable from stay small enough to inline.
     @inlinable
     @inline(never)
     final func addEntry(to log: Unmanaged<TransactionLog>) -> Unmanaged<TypedTransactionEntry<Value>> {
-        let operations =
-            transactionOperations.unretained
-            ?? Unmanaged.passUnretained(
-                transactionOperations.install(makeTransactionOperations()))
-        let entry = operations._withUnsafeGuaranteedRef { operations in
-            operations.takeSpare().map { Unmanaged<TypedTransactionEntry<Value>>.fromOpaque($0.toOpaque()) }
-                ?? Unmanaged.passRetained(TypedTransactionEntry(container: self, operations: operations))
-        }
+        let entry = newEntry(in: log)
         entry._withUnsafeGuaranteedRef { entry in
             lock.lock()
             entry.originalSlot = storedValue
@@ -49,6 +41,62 @@ extension State {
         return entry
     }
 
+    /// An empty entry for this container: the one the thread's log kept from an earlier
+    /// transaction, if it did, or a new one.
+    @inlinable
+    final func newEntry(in log: Unmanaged<TransactionLog>) -> Unmanaged<TypedTransactionEntry<Value>> {
+        let operations =
+            transactionOperations.unretained
+            ?? Unmanaged.passUnretained(
+                transactionOperations.install(makeTransactionOperations()))
+        return operations._withUnsafeGuaranteedRef { operations in
+            log._withUnsafeGuaranteedRef { $0.takeRecent(serial: operations.serial) }.map {
+                Unmanaged<TypedTransactionEntry<Value>>.fromOpaque($0.toOpaque())
+            } ?? Unmanaged.passRetained(TypedTransactionEntry(container: self, operations: operations))
+        }
+    }
+
+    /// ``assign(_:unlessAlready:)`` inside a transaction.
+    ///
+    /// On the container's first touch, when it can have no validator, the value is taken without
+    /// reading the container (a blind write, ``TransactionEntry/isBlind``): nothing was read, so
+    /// there is nothing for the commit to check, and the lock is taken once, by the commit, which
+    /// compares the value with the one it replaces.
+    ///
+    /// Not inlined, so that the write paths stay small enough to inline.
+    @inlinable
+    @inline(never)
+    final func assignInTransaction(
+        _ log: Unmanaged<TransactionLog>,
+        _ newValue: Value,
+        unlessAlready isUnchanged: (Value) -> Bool
+    ) -> RejectedWriteError? {
+        let found = log._withUnsafeGuaranteedRef { $0.entry(for: cellID) }
+        guard found == nil, assignsBlindly else {
+            let entry =
+                found.map { Unmanaged<TypedTransactionEntry<Value>>.fromOpaque($0.toOpaque()) }
+                ?? addEntry(to: log)
+            var rejection: RejectedWriteError?
+            entry._withUnsafeGuaranteedRef { entry in
+                _ = writeWorkingCopy(
+                    of: entry, rejection: &rejection, unlessAlready: isUnchanged, assignsWholeValue: true
+                ) {
+                    $0 = newValue
+                }
+            }
+            return rejection
+        }
+        let entry = newEntry(in: log)
+        entry._withUnsafeGuaranteedRef { entry in
+            entry.workingSlot = newValue
+            entry.begin(firstVersion: 0, hasValidator: false, retaining: self)
+            entry.isBlind = true
+            entry.isWritten = true
+        }
+        log._withUnsafeGuaranteedRef { $0.add(Unmanaged.fromOpaque(entry.toOpaque())) }
+        return nil
+    }
+
     /// What the commit does with this container's entries.
     ///
     /// The entry keeps its container alive, so the functions reach it without retaining it
@@ -56,7 +104,9 @@ extension State {
     /// and release there cost about 200 instructions).
     @inlinable
     final func makeTransactionOperations() -> TransactionOperations {
-        TransactionOperations(
+        // Found here, in code specialised for `Value`, the comparison is the type's own `==`.
+        let isEqual = isEqual == nil ? nil : equality(for: Value.self)
+        return TransactionOperations(
             tellObservation: { entry, isBefore in
                 State.withContainer(of: unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)) { state in
                     guard let observation = state.observation.unretained else { return false }
@@ -72,9 +122,12 @@ extension State {
                 let entry = unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)
                 return State.withContainer(of: entry) { state in
                     if !entry.isAnnounced {
-                        if let isEqual = entry.knownEquality {
+                        if entry.isBlind {
+                            assert(state.validator == nil, "a blind write skipped a validator")
+                            if let isEqual, isEqual(state.storedValue, entry.working) { return false }
+                        } else if let isEqual = entry.knownEquality {
                             if isEqual { return false }
-                        } else if let isEqual = state.isEqual, isEqual(entry.original, entry.working) {
+                        } else if let isEqual, isEqual(entry.original, entry.working) {
                             return false
                         }
                     }
@@ -82,6 +135,7 @@ extension State {
                         entry.replacedSlot = state.storedValue
                         entry.recordTimestamp = Date()
                     }
+                    entry.firstVersion = state.storedVersion
                     state.storedValue = entry.working
                     state.storedVersion &+= 1
                     return true
@@ -135,8 +189,12 @@ extension State {
             },
             revert: { entry in
                 let entry = unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)
+                if entry.isBlind { State.read(into: entry) }
                 entry.working = entry.original
                 entry.knownEquality = true
+            },
+            read: { entry in
+                State.read(into: unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self))
             },
             checkpoint: { entry in
                 let entry = unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)
@@ -158,6 +216,19 @@ extension State {
         )
     }
 
+    /// Reads the container's value and version into the blind `entry`, which then is an entry
+    /// that was read, its working copy kept.
+    @inlinable
+    static func read(into entry: TypedTransactionEntry<Value>) {
+        withContainer(of: entry) { state in
+            state.lock.lock()
+            entry.originalSlot = state.storedValue
+            entry.firstVersion = state.storedVersion
+            state.lock.unlock()
+        }
+        entry.isBlind = false
+    }
+
     /// Runs `body` on the entry's container, which the entry keeps alive, without retaining it.
     @inlinable
     static func withContainer<R>(of entry: TypedTransactionEntry<Value>, _ body: (State<Value>) -> R) -> R {
@@ -165,7 +236,7 @@ extension State {
             ._withUnsafeGuaranteedRef(body)
     }
 
-    /// Writes to the transaction's working copy: `write(unlessAlready:_:)` and
+    /// Writes to the transaction's working copy: `write(unlessAlready:origin:_:)` and
     /// `mutate(rejection:_:)` inside a transaction.
     ///
     /// The validator checks the working copy against the proposed value at once, so `set` and
@@ -179,18 +250,20 @@ extension State {
         _ log: Unmanaged<TransactionLog>,
         rejection: inout RejectedWriteError?,
         unlessAlready isUnchanged: (Value) -> Bool,
-        assignsWholeValue: Bool,
         _ body: (inout Value) throws -> Result
     ) rethrows -> Result? {
         try entry(in: log)._withUnsafeGuaranteedRef { entry in
             try writeWorkingCopy(
-                of: entry, rejection: &rejection, unlessAlready: isUnchanged, assignsWholeValue: assignsWholeValue, body
+                of: entry, rejection: &rejection, unlessAlready: isUnchanged, assignsWholeValue: false, body
             )
         }
     }
 
-    /// ``writeInTransaction(_:rejection:unlessAlready:assignsWholeValue:_:)`` on the container's
-    /// entry.
+    /// ``writeInTransaction(_:rejection:unlessAlready:_:)`` and ``assignInTransaction(_:_:unlessAlready:)``
+    /// on the container's entry.
+    /// - Parameter assignsWholeValue: Whether `body` assigns the value `isUnchanged` compares
+    ///   with (`$0 = newValue`); the transaction then learns at once whether its working copy is
+    ///   back at its start.
     @inlinable
     final func writeWorkingCopy<Result>(
         of entry: TypedTransactionEntry<Value>,
@@ -207,7 +280,7 @@ extension State {
                 entry.working = proposed
                 entry.isWritten = true
                 // After `$0 = newValue`, `isUnchanged(x)` says whether `x` equals the new value.
-                entry.knownEquality = assignsWholeValue ? isUnchanged(entry.original) : nil
+                entry.knownEquality = assignsWholeValue && !entry.isBlind ? isUnchanged(entry.original) : nil
             }
             return try body(&proposed)
         }
@@ -220,7 +293,7 @@ extension State {
         }
         entry.working = proposed
         entry.isWritten = true
-        entry.knownEquality = assignsWholeValue ? isUnchanged(entry.original) : nil
+        entry.knownEquality = assignsWholeValue && !entry.isBlind ? isUnchanged(entry.original) : nil
         return result
     }
 

@@ -8,10 +8,11 @@ import Synchronization
 /// so that committing (and the delivery it starts) never runs generic code that looks up type
 /// metadata on every change. The container's lock and version are reached directly.
 ///
-/// Each container keeps one spare entry, which its next transaction reuses (see
-/// ``TransactionOperations/takeSpare()``): a transaction over containers touched before allocates
-/// nothing. An entry belongs to one thread's log while in use, so its variables skip Swift's
-/// run-time exclusivity checks (measured: a quarter of a two-container transaction).
+/// A thread's log keeps the entries of the containers its last transactions touched, emptied, and
+/// reuses them (see ``TransactionLog/takeRecent(serial:)``): a transaction over containers the
+/// thread touched before allocates nothing. An entry belongs to one thread's log, so its
+/// variables skip Swift's run-time exclusivity checks (measured: a quarter of a two-container
+/// transaction).
 @usableFromInline
 class TransactionEntry {
     /// The container; ``retainedContainer`` keeps it alive while a transaction uses the entry.
@@ -31,6 +32,10 @@ class TransactionEntry {
     /// The container's. Call its functions through ``withOperations(_:)``.
     @usableFromInline
     unowned(unsafe) let operations: TransactionOperations
+    /// `operations`' serial: an emptied entry is reused for the container whose operations have
+    /// it, and no other (another container may live at a released one's address).
+    @usableFromInline
+    let serial: UInt64
     /// The container, while a transaction uses the entry.
     @usableFromInline
     @exclusivity(unchecked)
@@ -47,6 +52,12 @@ class TransactionEntry {
     @usableFromInline
     @exclusivity(unchecked)
     var isWritten = false
+    /// Whether the body assigned the container a value before reading it: the transaction has
+    /// read nothing of it, so the commit checks no version and compares the working copy with the
+    /// value it replaces. ``TransactionOperations/read`` makes it an entry that was read.
+    @usableFromInline
+    @exclusivity(unchecked)
+    var isBlind = false
     /// Whether the body called ``State/didModify()``: a change even if the value compares equal.
     @usableFromInline
     @exclusivity(unchecked)
@@ -96,6 +107,7 @@ class TransactionEntry {
         self.lock = .passUnretained(lock)
         self.version = version
         self.operations = operations
+        self.serial = operations.serial
     }
 
     /// Starts the entry's use by a transaction that first touched the container at `version`.
@@ -169,8 +181,7 @@ final class TypedTransactionEntry<Value>: TransactionEntry {
     }
 }
 
-/// What the commit does with a container's entries, specialised for its value type, and the
-/// container's spare entry.
+/// What the commit does with a container's entries, specialised for its value type.
 ///
 /// Made once per container, on its first transaction, and shared by its entries (copying the
 /// functions into each entry cost a retain and a release of each).
@@ -194,12 +205,16 @@ final class TransactionOperations {
     let deliverClaimed: (TransactionEntry, DeliveryContext) -> Void
     /// Puts the working copy back to the value first read (a nested body's write is undone).
     let revert: (TransactionEntry) -> Void
+    /// Reads the container's value and version into a blind entry (see
+    /// ``TransactionEntry/isBlind``), as its first touch would have.
+    let read: (TransactionEntry) -> Void
     /// Saves the working copy, for a nested body: the result puts it back.
     let checkpoint: (TransactionEntry) -> () -> Void
     /// Empties an entry whose transaction ended, so that it holds no value.
     let empty: (TransactionEntry) -> Void
-    /// The container's spare entry, retained, or `nil`.
-    private let spare = Atomic<UnsafeMutableRawPointer?>(nil)
+    /// Unique among every container's operations, for as long as the process runs.
+    @usableFromInline
+    let serial = nextOperationsSerial.add(1, ordering: .relaxed).newValue
 
     @usableFromInline
     init(
@@ -208,6 +223,7 @@ final class TransactionOperations {
         publishAndUnlock: @escaping (TransactionEntry, DeliveryContext, _ mayClaim: Bool) -> Bool,
         deliverClaimed: @escaping (TransactionEntry, DeliveryContext) -> Void,
         revert: @escaping (TransactionEntry) -> Void,
+        read: @escaping (TransactionEntry) -> Void,
         checkpoint: @escaping (TransactionEntry) -> () -> Void,
         empty: @escaping (TransactionEntry) -> Void
     ) {
@@ -216,44 +232,30 @@ final class TransactionOperations {
         self.publishAndUnlock = publishAndUnlock
         self.deliverClaimed = deliverClaimed
         self.revert = revert
+        self.read = read
         self.checkpoint = checkpoint
         self.empty = empty
     }
 
-    deinit {
-        if let spare = spare.load(ordering: .acquiring) {
-            Unmanaged<TransactionEntry>.fromOpaque(spare).release()
-        }
-    }
-
-    /// The spare entry, if no other transaction took it, with the reference the spare slot held.
-    @usableFromInline
-    func takeSpare() -> Unmanaged<TransactionEntry>? {
-        spare.exchange(nil, ordering: .acquiringAndReleasing).map { Unmanaged.fromOpaque($0) }
-    }
-
-    /// Empties `entry` and keeps it as the spare, with the caller's reference, unless there is
-    /// one; then lets go of its container.
-    func recycle(_ entry: Unmanaged<TransactionEntry>) {
+    /// Empties `entry` and lets go of its container, for the log to keep it.
+    func recycle(_ entry: TransactionEntry) {
         // Moved out rather than copied: each retain and release of a container with weak
         // references costs about 200 instructions.
         var container: AnyObject?
-        entry._withUnsafeGuaranteedRef { entry in
-            empty(entry)
-            entry.isWritten = false
-            entry.isAnnounced = false
-            entry.knownEquality = nil
-            entry.isChanged = false
-            entry.isClaimed = false
-            entry.isClaimedWithOthers = false
-            entry.isObserved = false
-            entry.recordTimestamp = nil
-            swap(&container, &entry.retainedContainer)
-        }
-        if !spare.compareExchange(expected: nil, desired: entry.toOpaque(), ordering: .acquiringAndReleasing).exchanged
-        {
-            entry.release()
-        }
+        empty(entry)
+        entry.isWritten = false
+        entry.isBlind = false
+        entry.isAnnounced = false
+        entry.knownEquality = nil
+        entry.isChanged = false
+        entry.isClaimed = false
+        entry.isClaimedWithOthers = false
+        entry.isObserved = false
+        entry.recordTimestamp = nil
+        swap(&container, &entry.retainedContainer)
         withExtendedLifetime(container) {}
     }
 }
+
+/// The last ``TransactionOperations/serial`` given out.
+private let nextOperationsSerial = Atomic<UInt64>(0)

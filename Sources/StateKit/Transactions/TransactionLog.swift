@@ -56,8 +56,8 @@ extension State {
 ///
 /// Reads and writes made inside the body go to the log, not the containers; the commit applies
 /// them all at once under every touched container's lock (see ``commit()``). Each thread keeps
-/// one log for its transactions, emptied after each, and each container a spare entry, so a
-/// transaction over containers touched before allocates nothing.
+/// one log for its transactions, emptied after each, with the entries of the last containers
+/// they touched, so a transaction over containers the thread touched before allocates nothing.
 @usableFromInline
 final class TransactionLog {
     /// The entries, in the order the body first touched them; in the order of their locks during
@@ -73,6 +73,15 @@ final class TransactionLog {
     /// storage is kept from one transaction to the next, as the entries' is.
     @exclusivity(unchecked)
     private var positions: [ObjectIdentifier: Int] = [:]
+    /// Emptied entries of containers the thread's transactions touched lately, for the next to
+    /// reuse (see ``takeRecent(serial:)``); retained, at most ``recentCapacity``.
+    @exclusivity(unchecked)
+    private var recent = UnsafeMutablePointer<Unmanaged<TransactionEntry>>.allocate(capacity: recentCapacity)
+    @exclusivity(unchecked)
+    private var recentCount = 0
+    /// The recent entry to let go of when a full cache keeps another.
+    @exclusivity(unchecked)
+    private var nextEviction = 0
     /// Whether a body runs: reads and writes on this thread go to the log.
     @usableFromInline
     @exclusivity(unchecked)
@@ -91,6 +100,8 @@ final class TransactionLog {
     deinit {
         removeAll()
         storage.deallocate()
+        for entry in UnsafeMutableBufferPointer(start: recent, count: recentCount) { entry.release() }
+        recent.deallocate()
     }
 
     private var entries: UnsafeMutableBufferPointer<Unmanaged<TransactionEntry>> {
@@ -185,19 +196,56 @@ final class TransactionLog {
         }
     }
 
-    /// The version `container` had when the body first touched it.
+    /// The version `container` had when the body first read it; read now if the body only
+    /// assigned it (see ``TransactionEntry/isBlind``).
     func firstVersion(of id: ObjectIdentifier) -> UInt64? {
-        entry(for: id)?._withUnsafeGuaranteedRef { $0.firstVersion }
+        entry(for: id)?._withUnsafeGuaranteedRef { entry in
+            if entry.isBlind { entry.withOperations { $0.read(entry) } }
+            return entry.firstVersion
+        }
     }
 
-    /// Forgets every entry, before the body runs again: each goes back to its container as the
-    /// spare, holding no value.
+    /// Forgets every entry, before the body runs again: each lets go of its container and is kept
+    /// among the recent ones, holding no value.
     func removeAll() {
         for entry in entries {
-            entry._withUnsafeGuaranteedRef { $0.withOperations { $0.recycle(entry) } }
+            entry._withUnsafeGuaranteedRef { entry in entry.withOperations { $0.recycle(entry) } }
+            keepRecent(entry)
         }
         count = 0
         if !positions.isEmpty { positions.removeAll(keepingCapacity: true) }
+    }
+
+    /// How many emptied entries a log keeps.
+    private static var recentCapacity: Int { 16 }
+
+    /// The emptied entry made for the container whose operations have `serial`, if the log kept
+    /// it, with the log's reference to it.
+    ///
+    /// The serial, not the container's identity, says whose it is: a container released since
+    /// may have left its address, and its lock's, to a new one.
+    @usableFromInline
+    func takeRecent(serial: UInt64) -> Unmanaged<TransactionEntry>? {
+        for index in 0..<recentCount where recent[index]._withUnsafeGuaranteedRef({ $0.serial }) == serial {
+            let entry = recent[index]
+            recentCount -= 1
+            recent[index] = recent[recentCount]
+            return entry
+        }
+        return nil
+    }
+
+    /// Keeps the emptied `entry`, with the caller's reference, letting go of one kept before if
+    /// there are ``recentCapacity`` already.
+    private func keepRecent(_ entry: Unmanaged<TransactionEntry>) {
+        if recentCount < Self.recentCapacity {
+            recent[recentCount] = entry
+            recentCount += 1
+            return
+        }
+        recent[nextEviction].release()
+        recent[nextEviction] = entry
+        nextEviction = (nextEviction + 1) % Self.recentCapacity
     }
 
     /// What a nested body may undo: each entry's working copy as it is now, and how many there are.
@@ -260,7 +308,7 @@ final class TransactionLog {
         var isCurrent = true
         forEachEntry { entry in
             entry.lockContainer()
-            if entry.version.pointee != entry.firstVersion { isCurrent = false }
+            if !entry.isBlind && entry.version.pointee != entry.firstVersion { isCurrent = false }
         }
         guard isCurrent else {
             forEachEntry { $0.unlockContainer() }
@@ -316,6 +364,8 @@ final class TransactionLog {
 
     /// Whether every container the body touched is still at the version it read.
     func isCurrent() -> Bool {
-        entries.allSatisfy { entry in entry._withUnsafeGuaranteedRef { $0.currentVersion == $0.firstVersion } }
+        entries.allSatisfy { entry in
+            entry._withUnsafeGuaranteedRef { $0.isBlind || $0.currentVersion == $0.firstVersion }
+        }
     }
 }
