@@ -55,7 +55,7 @@ open class State<Value> {
     /// containers with it, so they never assign blindly. Set before the container is shared.
     @usableFromInline
     @exclusivity(unchecked)
-    var assignsBlindly = true
+    final var assignsBlindly = true
     /// `==` when `Value` is `Equatable`: assigning an equal value is then not a change.
     @usableFromInline
     let isEqual: ((Value, Value) -> Bool)?
@@ -277,22 +277,38 @@ extension State: CustomStringConvertible {
 }
 
 /// `==` for `Value` if it is `Equatable`, found once per container rather than on every write.
-@inlinable
+@usableFromInline
 func equality<Value>(for type: Value.Type) -> ((Value, Value) -> Bool)? {
     guard let equatable = type as? any Equatable.Type else { return nil }
     return equatable.equality(as: type)
+}
+
+/// Whether `lhs == rhs`, for a `Value` known to be `Equatable`.
+///
+/// In code specialised for `Value`, the cast and the call fold into the type's own `==`: no
+/// closure, whose context each call would retain and release (two atomic operations). In
+/// unspecialised code, it casts on each call.
+@inlinable
+func areEqual<Value>(_ lhs: Value, _ rhs: Value) -> Bool {
+    guard let equatable = Value.self as? any Equatable.Type else {
+        preconditionFailure("\(Value.self) is not Equatable")
+    }
+    return equatable.isEqual(lhs, rhs)
 }
 
 extension Equatable {
     /// `==` for `Value`, which is `Self`. The closure runs unspecialised, so it compares through
     /// one pointer cast (measured: comparing two `Int`s through nested `withUnsafePointer` and
     /// `withMemoryRebound` calls cost 435 instructions, this 180).
+    fileprivate static func equality<Value>(as: Value.Type) -> (Value, Value) -> Bool {
+        { lhs, rhs in isEqual(lhs, rhs) }
+    }
+
+    /// `lhs == rhs`, for `Value`, which is `Self`.
     @inlinable
-    static func equality<Value>(as: Value.Type) -> (Value, Value) -> Bool {
-        { lhs, rhs in
-            var (lhs, rhs) = (lhs, rhs)
-            return equal(&lhs, &rhs)
-        }
+    static func isEqual<Value>(_ lhs: Value, _ rhs: Value) -> Bool {
+        var (lhs, rhs) = (lhs, rhs)
+        return equal(&lhs, &rhs)
     }
 
     @inlinable

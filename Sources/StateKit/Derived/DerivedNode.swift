@@ -158,5 +158,5 @@ final class DerivedNode<Value>: @unchecked Sendable {
 
 /// Whether the calling thread is inside ``withStateTransaction(_:)``.
 var isTransactionOpenOnThisThread: Bool {
-    OpenTransactions.shared.count.load(ordering: .relaxed) != 0 && TransactionLog.current != nil
+    OpenTransactions.shared.mayBeOpen && TransactionLog.current != nil
 }

@@ -104,8 +104,7 @@ extension State {
     /// and release there cost about 200 instructions).
     @inlinable
     final func makeTransactionOperations() -> TransactionOperations {
-        // Found here, in code specialised for `Value`, the comparison is the type's own `==`.
-        let isEqual = isEqual == nil ? nil : equality(for: Value.self)
+        let isEquatable = isEqual != nil
         return TransactionOperations(
             tellObservation: { entry, isBefore in
                 State.withContainer(of: unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)) { state in
@@ -124,10 +123,10 @@ extension State {
                     if !entry.isAnnounced {
                         if entry.isBlind {
                             assert(state.validator == nil, "a blind write skipped a validator")
-                            if let isEqual, isEqual(state.storedValue, entry.working) { return false }
+                            if isEquatable && areEqual(state.storedValue, entry.working) { return false }
                         } else if let isEqual = entry.knownEquality {
                             if isEqual { return false }
-                        } else if let isEqual, isEqual(entry.original, entry.working) {
+                        } else if isEquatable && areEqual(entry.original, entry.working) {
                             return false
                         }
                     }
@@ -207,12 +206,16 @@ extension State {
                     entry.knownEquality = knownEquality
                 }
             },
-            empty: { entry in
-                let entry = unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)
-                entry.originalSlot = nil
-                entry.workingSlot = nil
-                entry.replacedSlot = nil
-            }
+            // A value that holds no reference keeps nothing alive: its copies stay until the next
+            // transaction overwrites them.
+            empty: _isPOD(Value.self)
+                ? nil
+                : { entry in
+                    let entry = unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)
+                    entry.originalSlot = nil
+                    entry.workingSlot = nil
+                    entry.replacedSlot = nil
+                }
         )
     }
 

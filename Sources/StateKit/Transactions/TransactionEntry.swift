@@ -210,8 +210,9 @@ final class TransactionOperations {
     let read: (TransactionEntry) -> Void
     /// Saves the working copy, for a nested body: the result puts it back.
     let checkpoint: (TransactionEntry) -> () -> Void
-    /// Empties an entry whose transaction ended, so that it holds no value.
-    let empty: (TransactionEntry) -> Void
+    /// Empties an entry whose transaction ended, so that it keeps no value alive; `nil` for
+    /// values that hold no reference.
+    let empty: ((TransactionEntry) -> Void)?
     /// Unique among every container's operations, for as long as the process runs.
     @usableFromInline
     let serial = nextOperationsSerial.add(1, ordering: .relaxed).newValue
@@ -225,7 +226,7 @@ final class TransactionOperations {
         revert: @escaping (TransactionEntry) -> Void,
         read: @escaping (TransactionEntry) -> Void,
         checkpoint: @escaping (TransactionEntry) -> () -> Void,
-        empty: @escaping (TransactionEntry) -> Void
+        empty: ((TransactionEntry) -> Void)?
     ) {
         self.tellObservation = tellObservation
         self.applyLocked = applyLocked
@@ -242,7 +243,7 @@ final class TransactionOperations {
         // Moved out rather than copied: each retain and release of a container with weak
         // references costs about 200 instructions.
         var container: AnyObject?
-        empty(entry)
+        empty?(entry)
         entry.isWritten = false
         entry.isBlind = false
         entry.isAnnounced = false

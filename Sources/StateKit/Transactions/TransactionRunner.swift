@@ -43,12 +43,8 @@ func runTransaction<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
 /// Runs an outermost transaction in `log` until it commits, or until its body throws with its
 /// reads current.
 private func run<R, E: Error>(_ body: () throws(E) -> R, in log: Unmanaged<TransactionLog>) throws(E) -> R {
-    OpenTransactions.shared.count.add(1, ordering: .relaxed)
     log._withUnsafeGuaranteedRef { $0.open() }
-    defer {
-        log._withUnsafeGuaranteedRef { $0.close() }
-        OpenTransactions.shared.count.subtract(1, ordering: .relaxed)
-    }
+    defer { log._withUnsafeGuaranteedRef { $0.close() } }
     var attempt = 0
     while true {
         do {
