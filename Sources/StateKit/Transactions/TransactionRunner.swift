@@ -8,8 +8,10 @@ import Musl
 import Bionic
 #endif
 
-/// ``withStateTransaction(_:)``'s body, with typed throws so that it can catch the body's error,
-/// decide whether to run it again, and rethrow it.
+/// Runs ``withStateTransaction(_:)``'s body, which keeps what it returns.
+///
+/// Not generic, so that nothing here handles a value of an unknown type: the inlinable
+/// ``withStateTransaction(_:)`` keeps the body's result, in code specialised for it.
 ///
 /// A body that throws after reading values that have since changed may have thrown because what
 /// it read was inconsistent: it runs again, as a commit that fails does. Only an error thrown by a
@@ -18,7 +20,8 @@ import Bionic
 /// The thread's log is used unretained: the thread's slot keeps it, and only a transaction that
 /// starts inside this one's commit replaces it there, keeping it alive meanwhile (a retain and a
 /// release of the log would be two atomic operations a transaction).
-func runTransaction<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
+@usableFromInline
+func runTransaction(_ body: () throws -> Void) rethrows {
     let log = TransactionLog.unretainedOfThisThread
     if log._withUnsafeGuaranteedRef({ $0.isOpen }) {
         let checkpoint = log._withUnsafeGuaranteedRef { $0.checkpoint() }
@@ -42,14 +45,14 @@ func runTransaction<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
 
 /// Runs an outermost transaction in `log` until it commits, or until its body throws with its
 /// reads current.
-private func run<R, E: Error>(_ body: () throws(E) -> R, in log: Unmanaged<TransactionLog>) throws(E) -> R {
+private func run(_ body: () throws -> Void, in log: Unmanaged<TransactionLog>) rethrows {
     log._withUnsafeGuaranteedRef { $0.open() }
     defer { log._withUnsafeGuaranteedRef { $0.close() } }
     var attempt = 0
     while true {
         do {
-            let result = try body()
-            if log._withUnsafeGuaranteedRef({ $0.commit() }) { return result }
+            try body()
+            if log._withUnsafeGuaranteedRef({ $0.commit() }) { return }
         } catch {
             if log._withUnsafeGuaranteedRef({ $0.isCurrent() }) { throw error }
         }

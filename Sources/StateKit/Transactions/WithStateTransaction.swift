@@ -33,6 +33,9 @@
 ///
 /// - Parameter body: Reads and writes containers. Handlers of its changes run after it returns.
 /// - Returns: What `body` returns.
+@inlinable
 public func withStateTransaction<R>(_ body: () throws -> R) rethrows -> R {
-    try runTransaction(body)
+    var result: R?
+    try runTransaction { result = try body() }
+    return result.unsafelyUnwrapped
 }
