@@ -37,23 +37,36 @@ extension State {
             entry.begin(firstVersion: storedVersion, hasValidator: validator != nil, retaining: self)
             lock.unlock()
         }
-        log._withUnsafeGuaranteedRef { $0.add(Unmanaged.fromOpaque(entry.toOpaque())) }
         return entry
     }
 
-    /// An empty entry for this container: the one the thread's log kept from an earlier
-    /// transaction, if it did, or a new one.
+    /// An empty entry for this container, added to `log`: the one the log kept from an earlier
+    /// transaction of its thread, if it did, or a new one.
     @inlinable
     final func newEntry(in log: Unmanaged<TransactionLog>) -> Unmanaged<TypedTransactionEntry<Value>> {
         let operations =
             transactionOperations.unretained
             ?? Unmanaged.passUnretained(
                 transactionOperations.install(makeTransactionOperations()))
-        return operations._withUnsafeGuaranteedRef { operations in
-            log._withUnsafeGuaranteedRef { $0.takeRecent(serial: operations.serial) }.map {
-                Unmanaged<TypedTransactionEntry<Value>>.fromOpaque($0.toOpaque())
-            } ?? Unmanaged.passRetained(TypedTransactionEntry(container: self, operations: operations))
-        }
+        let entry =
+            log._withUnsafeGuaranteedRef { log in
+                operations._withUnsafeGuaranteedRef { log.addRecent(serial: $0.serial) }
+            }
+            ?? addNewEntry(to: log, operations: operations)
+        return Unmanaged.fromOpaque(entry.toOpaque())
+    }
+
+    /// Makes this container an entry and adds it to `log`.
+    @inlinable
+    @inline(never)
+    final func addNewEntry(
+        to log: Unmanaged<TransactionLog>,
+        operations: Unmanaged<TransactionOperations>
+    ) -> Unmanaged<TransactionEntry> {
+        let entry = Unmanaged<TransactionEntry>.passRetained(
+            operations._withUnsafeGuaranteedRef { TypedTransactionEntry(container: self, operations: $0) })
+        log._withUnsafeGuaranteedRef { $0.add(entry) }
+        return entry
     }
 
     /// ``assign(_:unlessAlready:)`` inside a transaction.
@@ -93,7 +106,6 @@ extension State {
             entry.isBlind = true
             entry.isWritten = true
         }
-        log._withUnsafeGuaranteedRef { $0.add(Unmanaged.fromOpaque(entry.toOpaque())) }
         return nil
     }
 

@@ -234,6 +234,7 @@ final class TransactionLog {
 
     /// Adds `entry`, taking over the caller's reference to it.
     @usableFromInline
+    @inline(__always)
     func add(_ entry: Unmanaged<TransactionEntry>) {
         if count == capacity {
             let larger = UnsafeMutablePointer<Unmanaged<TransactionEntry>>.allocate(capacity: capacity * 2)
@@ -278,13 +279,22 @@ final class TransactionLog {
     /// How many emptied entries a log keeps.
     private static var recentCapacity: Int { 16 }
 
+    /// Adds the emptied entry made for the container whose operations have `serial`, if the log
+    /// kept it: one call on a container's first touch.
+    @usableFromInline
+    func addRecent(serial: UInt64) -> Unmanaged<TransactionEntry>? {
+        guard let entry = takeRecent(serial: serial) else { return nil }
+        add(entry)
+        return entry
+    }
+
     /// The emptied entry made for the container whose operations have `serial`, if the log kept
     /// it, with the log's reference to it.
     ///
     /// The serial, not the container's identity, says whose it is: a container released since
     /// may have left its address, and its lock's, to a new one.
-    @usableFromInline
-    func takeRecent(serial: UInt64) -> Unmanaged<TransactionEntry>? {
+    @inline(__always)
+    private func takeRecent(serial: UInt64) -> Unmanaged<TransactionEntry>? {
         for index in 0..<recentCount where recent[index]._withUnsafeGuaranteedRef({ $0.serial }) == serial {
             let entry = recent[index]
             recentCount -= 1
