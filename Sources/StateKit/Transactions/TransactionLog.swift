@@ -137,9 +137,6 @@ final class TransactionLog {
     /// it says otherwise (``StateHistory``'s undo and redo).
     @exclusivity(unchecked)
     var origin = ChangeOrigin.local
-    /// The delivery context of the thread the log belongs to, which lives as long as the thread:
-    /// the commit then looks up no thread-specific slot.
-    private let context = DeliveryContext.current
 
     /// Where the log's transactions are counted.
     let openTransactions: OpenTransactions
@@ -387,6 +384,9 @@ final class TransactionLog {
             if entry.isWritten { entry.isChanged = entry.withOperations { $0.applyLocked(entry) } }
         }
         isOpen = false
+        // Looked up, not kept in the log: a thread's delivery context and its log are freed at
+        // its exit in an order nobody chooses, and code run then may start a transaction.
+        let context = DeliveryContext.current
         let isOutermostDelivery = !context.isDelivering
         if isOutermostDelivery {
             context.beginOutermost()
