@@ -139,6 +139,9 @@ struct DeliveryContext {
             #else
             guard let fields = pointer?.assumingMemoryBound(to: Fields.self) else { return }
             #endif
+            // The thread's transaction log keeps its context: first make it forget this one, as
+            // what freeing the fields releases may start a transaction.
+            TransactionLog.forgetDeliveryContextOfThisThread()
             fields.deinitialize(count: 1)
             fields.deallocate()
         }

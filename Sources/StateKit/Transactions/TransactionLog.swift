@@ -140,6 +140,25 @@ final class TransactionLog {
 
     /// Where the log's transactions are counted.
     let openTransactions: OpenTransactions
+    /// The delivery context of the log's thread, kept from the first commit on, so that a commit
+    /// looks up no thread-specific slot.
+    @exclusivity(unchecked)
+    private var keptDeliveryContext: DeliveryContext?
+
+    private var deliveryContext: DeliveryContext {
+        if let keptDeliveryContext { return keptDeliveryContext }
+        let context = DeliveryContext.current
+        keptDeliveryContext = context
+        return context
+    }
+
+    /// Makes the calling thread's log forget the delivery context it kept, which is being freed:
+    /// the thread is exiting, and its slots are freed in an order nobody chooses.
+    static func forgetDeliveryContextOfThisThread() {
+        guard let pointer = pthread_getspecific(OpenTransactions.shared.logKey) else { return }
+        Unmanaged<TransactionLog>.fromOpaque(pointer)._withUnsafeGuaranteedRef { $0.keptDeliveryContext = nil }
+    }
+
     /// Whether the log's thread counts its transactions in ``OpenTransactions/ownersCount``.
     let ownsOwnersCount: Bool
 
@@ -384,9 +403,7 @@ final class TransactionLog {
             if entry.isWritten { entry.isChanged = entry.withOperations { $0.applyLocked(entry) } }
         }
         isOpen = false
-        // Looked up, not kept in the log: a thread's delivery context and its log are freed at
-        // its exit in an order nobody chooses, and code run then may start a transaction.
-        let context = DeliveryContext.current
+        let context = deliveryContext
         let isOutermostDelivery = !context.isDelivering
         if isOutermostDelivery {
             context.beginOutermost()
