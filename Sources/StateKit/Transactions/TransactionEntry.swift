@@ -9,7 +9,7 @@ import Synchronization
 /// metadata on every change. The container's lock and version are reached directly.
 ///
 /// A thread's log keeps the entries of the containers its last transactions touched, emptied, and
-/// reuses them (see ``TransactionLog/takeRecent(serial:)``): a transaction over containers the
+/// reuses them (see ``TransactionLog/addRecent(serial:)``): a transaction over containers the
 /// thread touched before allocates nothing. An entry belongs to one thread's log, so its
 /// variables skip Swift's run-time exclusivity checks (measured: a quarter of a two-container
 /// transaction).

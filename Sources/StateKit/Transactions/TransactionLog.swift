@@ -87,7 +87,7 @@ final class OpenTransactions: Sendable {
 
 extension State {
     /// The calling thread's open transaction, if any, unretained (see ``TransactionLog/current``):
-    /// two loads while no thread has a transaction open.
+    /// three loads while no thread has a transaction open.
     @inlinable
     var openTransactionLog: Unmanaged<TransactionLog>? {
         guard openTransactions.mayBeOpen else { return nil }
@@ -117,7 +117,7 @@ final class TransactionLog {
     @exclusivity(unchecked)
     private var positions: [ObjectIdentifier: Int] = [:]
     /// Emptied entries of containers the thread's transactions touched lately, for the next to
-    /// reuse (see ``takeRecent(serial:)``); retained, at most ``recentCapacity``.
+    /// reuse (see ``addRecent(serial:)``); retained, at most ``recentCapacity``.
     @exclusivity(unchecked)
     private var recent = UnsafeMutablePointer<Unmanaged<TransactionEntry>>.allocate(capacity: recentCapacity)
     @exclusivity(unchecked)

@@ -27,10 +27,9 @@
 /// that no container it read changed meanwhile (a container it assigned before reading it, it
 /// did not read). If one did, the body runs again, so it must have no side effects other than its
 /// reads and writes of containers. A body runs again only because another write to a container
-/// it read was committed, so some thread always makes
-/// progress (no deadlock, no livelock between transactions: a body that loses backs off before it
-/// runs again). Under contention on the same containers, expect a few re-runs, not many; see the
-/// "Transactions" article.
+/// it read was committed, so some thread always makes progress (no deadlock, no livelock between
+/// transactions: a body that loses backs off before it runs again). Under contention on the same
+/// containers, expect a few re-runs, not many; see the "Transactions" article.
 ///
 /// - Parameter body: Reads and writes containers. Handlers of its changes run after it returns.
 /// - Returns: What `body` returns.
