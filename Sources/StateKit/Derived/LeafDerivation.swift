@@ -109,7 +109,7 @@ final class LeafDerivation<Value>: @unchecked Sendable {
     /// Observation is told here only while the storage has subscribers: without, it was told when
     /// the source changed (see ``inputChanged(in:)``).
     /// - Parameter sourceDelivery: The context of a source's delivery that is calling, if one is,
-    ///   which can then hand the change on (``DeliveryContext/holdDerivedChange(of:deliver:)``).
+    ///   which can then hand the change on (``DeliveryContext/holdFollowUp(of:deliver:)``).
     /// - Returns: The value now published.
     @inlinable
     func refreshAndUnlock(sourceDelivery: DeliveryContext? = nil) -> Value {
@@ -157,8 +157,8 @@ final class LeafDerivation<Value>: @unchecked Sendable {
             let deliver = { (derivation: AnyObject, context: DeliveryContext) in
                 unsafeDowncast(derivation, to: LeafDerivation<Value>.self).deliverClaimed(in: context)
             }
-            if sourceDelivery != nil && context.mayHoldDerivedChange {
-                context.holdDerivedChange(of: self, deliver: deliver)
+            if sourceDelivery != nil && context.mayHoldFollowUp {
+                context.holdFollowUp(of: self, deliver: deliver)
             } else {
                 context.enqueue(PendingDelivery(container: self, deliver: deliver))
             }

@@ -147,6 +147,9 @@ final class TransactionLog {
 
     private var deliveryContext: DeliveryContext {
         if let keptDeliveryContext { return keptDeliveryContext }
+        if DeliveryContext.threadExitHook.unretained == nil {
+            _ = DeliveryContext.threadExitHook.install(ThreadExitHook(Self.forgetDeliveryContextOfThisThread))
+        }
         let context = DeliveryContext.current
         keptDeliveryContext = context
         return context
@@ -424,12 +427,12 @@ final class TransactionLog {
         if isAnyClaimed {
             context.depth = 0
             // A derived state's handlers run after every container's of the transaction.
-            let postponed = context.fields.pointee.postponesDerivedChanges
-            context.fields.pointee.postponesDerivedChanges = true
+            let postponed = context.fields.pointee.postponesFollowUps
+            context.fields.pointee.postponesFollowUps = true
             forEachEntry { entry in
                 if entry.isClaimed { entry.withOperations { $0.deliverClaimed(entry, context) } }
             }
-            context.fields.pointee.postponesDerivedChanges = postponed
+            context.fields.pointee.postponesFollowUps = postponed
         }
         if isOutermostDelivery { context.endOutermost() }
         return true

@@ -34,8 +34,8 @@ struct ContainerFields<Value> {
     /// change, whichever of the cell's containers delivers it; see ``State/init(sharing:key:)``.
     var hookedMembers: [WeakContainer<Value>] = []
     /// Runs for every change on the writing thread, under the lock, before the write returns, in
-    /// version order; set only by ``SyncedState`` for a ``DurableOutbox``, which must log a change
-    /// before its writer returns. It must not touch the container.
+    /// version order; registered by a layer that must see a change before its writer returns (a
+    /// synced container's durable outbox logs it there). It must not touch the container.
     @usableFromInline
     var writeObserver: ((StateChange<Value>) -> Void)?
     /// Who delivers, and what waits to be delivered.

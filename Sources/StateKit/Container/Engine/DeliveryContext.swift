@@ -27,20 +27,20 @@ struct PendingDelivery {
     }
 }
 
-/// A derived state's change, computed while one of its sources was delivered, that the source's
-/// delivery hands on as soon as the source's own handlers have run; see
-/// ``DeliveryContext/holdDerivedChange(of:deliver:)``.
+/// A follow-up a subscriber computed while a container was delivered (a derived state's change,
+/// say), that the container's delivery hands on as soon as its own handlers have run; see
+/// ``DeliveryContext/holdFollowUp(of:deliver:)``.
 ///
-/// The derived state is not retained: the source's subscriber list keeps it alive, and the
-/// delivery's claim keeps that list until it hands the change on (``UnretainedSubscribers``).
+/// The subscriber is not retained: the container's subscriber list keeps it alive, and the
+/// delivery's claim keeps that list until it hands the follow-up on (``UnretainedSubscribers``).
 @usableFromInline
-struct HeldDerivedChange {
-    let derivation: Unmanaged<AnyObject>
+struct HeldFollowUp {
+    let subscriber: Unmanaged<AnyObject>
     let deliver: (AnyObject, DeliveryContext) -> Void
 
     @usableFromInline
-    init(derivation: AnyObject, deliver: @escaping (AnyObject, DeliveryContext) -> Void) {
-        self.derivation = .passUnretained(derivation)
+    init(subscriber: AnyObject, deliver: @escaping (AnyObject, DeliveryContext) -> Void) {
+        self.subscriber = .passUnretained(subscriber)
         self.deliver = deliver
     }
 }
@@ -70,11 +70,11 @@ struct DeliveryContext {
         @usableFromInline
         var queue = FIFOQueue<PendingDelivery>()
         @usableFromInline
-        var heldDerivedChange: HeldDerivedChange?
-        /// Set while a transaction's commit delivers its containers one after another, so that
-        /// derived changes wait for all of them (through the queue).
+        var heldFollowUp: HeldFollowUp?
+        /// Set while several containers are delivered as one step (a transaction's commit), so
+        /// that follow-ups wait for all of them (through the queue).
         @usableFromInline
-        var postponesDerivedChanges = false
+        var postponesFollowUps = false
         /// Room that handlers' writes to containers past their limit owe: waited for once the
         /// outermost delivery has ended, when the thread holds no container's claim.
         @usableFromInline
@@ -139,15 +139,20 @@ struct DeliveryContext {
             #else
             guard let fields = pointer?.assumingMemoryBound(to: Fields.self) else { return }
             #endif
-            // The thread's transaction log keeps its context: first make it forget this one, as
-            // what freeing the fields releases may start a transaction.
-            TransactionLog.forgetDeliveryContextOfThisThread()
+            // A layer that keeps the thread's context (a transaction log does) first forgets it,
+            // as what freeing the fields releases may use that layer.
+            threadExitHook.current?.run()
             fields.deinitialize(count: 1)
             fields.deallocate()
         }
         precondition(error == 0, "pthread_key_create failed: \(error)")
         return key
     }()
+
+    /// What a thread's exit runs before it frees the thread's context, installed by a layer that
+    /// keeps a copy of the context (a transaction log does) so that it forgets it first: the
+    /// engine names no such layer.
+    static let threadExitHook = OnceInstalledReference<ThreadExitHook>()
 
     /// The calling thread's context, created on first use.
     @inlinable
@@ -179,39 +184,39 @@ struct DeliveryContext {
         queue.append(consume delivery)
     }
 
-    /// Whether a derived state that computed a change while one of its sources was delivered may
-    /// have the source's delivery hand it on (``holdDerivedChange(of:deliver:)``): only while
-    /// nothing is queued on this thread, so it still comes after everything queued before it.
+    /// Whether a subscriber that computed a follow-up while a container was delivered may have
+    /// that delivery hand it on (``holdFollowUp(of:deliver:)``): only while nothing is queued on
+    /// this thread, so it still comes after everything queued before it.
     @inlinable
-    var mayHoldDerivedChange: Bool {
-        fields.pointee.heldDerivedChange == nil && fields.pointee.queue.isEmpty
-            && !fields.pointee.postponesDerivedChanges
+    var mayHoldFollowUp: Bool {
+        fields.pointee.heldFollowUp == nil && fields.pointee.queue.isEmpty
+            && !fields.pointee.postponesFollowUps
     }
 
-    /// Keeps a derived state's change for the source's delivery running on this thread, which
-    /// hands it on once the source's handlers have run (``deliverHeldDerivedChange()``), where
-    /// the queue would have delivered it next: the change costs no queueing, and no retain.
+    /// Keeps a subscriber's follow-up for the container's delivery running on this thread, which
+    /// hands it on once the container's handlers have run (``deliverHeldFollowUp()``), where the
+    /// queue would have delivered it next: the follow-up costs no queueing, and no retain.
     ///
     /// Call it only from a handler run by a container's ``State/notify(_:subscribers:others:in:)``
-    /// (which hands the change on, while the subscriber list it holds keeps `derivation` alive),
-    /// and only if ``mayHoldDerivedChange``.
+    /// (which hands the follow-up on, while the subscriber list it holds keeps `subscriber`
+    /// alive), and only if ``mayHoldFollowUp``.
     @inlinable
-    func holdDerivedChange(of derivation: AnyObject, deliver: @escaping (AnyObject, DeliveryContext) -> Void) {
-        fields.pointee.heldDerivedChange = HeldDerivedChange(derivation: derivation, deliver: deliver)
+    func holdFollowUp(of subscriber: AnyObject, deliver: @escaping (AnyObject, DeliveryContext) -> Void) {
+        fields.pointee.heldFollowUp = HeldFollowUp(subscriber: subscriber, deliver: deliver)
     }
 
-    /// Hands on the derived change held during the delivery that is finishing, if any.
+    /// Hands on the follow-up held during the delivery that is finishing, if any.
     @inlinable
-    func deliverHeldDerivedChange() {
-        if fields.pointee.heldDerivedChange != nil { deliverHeld() }
+    func deliverHeldFollowUp() {
+        if fields.pointee.heldFollowUp != nil { deliverHeld() }
     }
 
-    /// Hands on the held derived change (the caller checked that there is one).
+    /// Hands on the held follow-up (the caller checked that there is one).
     @usableFromInline
     func deliverHeld() {
-        let held = fields.pointee.heldDerivedChange.unsafelyUnwrapped
-        fields.pointee.heldDerivedChange = nil
-        held.derivation._withUnsafeGuaranteedRef { held.deliver($0, self) }
+        let held = fields.pointee.heldFollowUp.unsafelyUnwrapped
+        fields.pointee.heldFollowUp = nil
+        held.subscriber._withUnsafeGuaranteedRef { held.deliver($0, self) }
     }
 
     /// Marks this thread as delivering; ``endOutermost()`` must follow.
@@ -225,7 +230,7 @@ struct DeliveryContext {
     /// they were claimed, then marks this thread as no longer delivering.
     @inlinable
     func endOutermost() {
-        assert(fields.pointee.heldDerivedChange == nil, "a held derived change was not handed on")
+        assert(fields.pointee.heldFollowUp == nil, "a held follow-up was not handed on")
         if fields.pointee.queue.isEmpty && fields.pointee.recentKeys.isEmpty && fields.pointee.owedWaits.isEmpty {
             depth = 0
             isDelivering = false
@@ -313,5 +318,15 @@ struct DeliveryContext {
     func noteChainStep(_ key: String) {
         if recentKeys.count == 16 { recentKeys.removeFirst() }
         recentKeys.append(key)
+    }
+}
+
+/// What runs on a thread's exit before its ``DeliveryContext`` is freed; see
+/// ``DeliveryContext/threadExitHook``.
+final class ThreadExitHook: Sendable {
+    let run: @Sendable () -> Void
+
+    init(_ run: @escaping @Sendable () -> Void) {
+        self.run = run
     }
 }

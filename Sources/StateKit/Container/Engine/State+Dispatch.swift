@@ -69,8 +69,8 @@ extension State {
     }
 
     /// Hands `change` to the subscribers, then to the projections and listeners of `others`,
-    /// then hands on the change of a derived state that one of the subscribers computed (see
-    /// ``DeliveryContext/holdDerivedChange(of:deliver:)``). The subscribers stay alive until the
+    /// then hands on the follow-up one of the subscribers computed, such as a derived state's change (see
+    /// ``DeliveryContext/holdFollowUp(of:deliver:)``). The subscribers stay alive until the
     /// caller lets go of the claim, or of its copy of the list.
     @inlinable
     final func notify(
@@ -95,7 +95,7 @@ extension State {
         if let others {
             notifyProjectionsAndListeners(change, audience: others)
         }
-        context.deliverHeldDerivedChange()
+        context.deliverHeldFollowUp()
     }
 
     /// Hands `change` to a subscriber whose state is not common (see
