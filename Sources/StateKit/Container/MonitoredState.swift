@@ -53,12 +53,11 @@ open class MonitoredState<Value>: State<Value> {
         self.validator = validator
     }
 
-    /// Creates a persisted container: one of the containers of `storedValue`'s cell, or, after a
-    /// key conflict (`nil`), a container of its own that keeps its value in memory only.
-    init(_ defaultValue: Value, key: String, joining storedValue: StoredValue<Value>?) {
-        if let storedValue {
-            super.init(sharing: storedValue.cell, key: key)
-            storedValue.add(self)
+    /// Creates one of the containers of a shared `cell` (a persisted key's), or, without one (after
+    /// a key conflict), a container of its own that keeps its value in memory only.
+    init(_ defaultValue: Value, key: String, joining cell: State<Value>?) {
+        if let cell {
+            super.init(sharing: cell, key: key)
         } else {
             super.init(defaultValue, key: key, isObservable: true)
         }

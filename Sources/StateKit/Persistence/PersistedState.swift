@@ -64,7 +64,8 @@ open class PersistedState<Value: Codable & Sendable>: MonitoredState<Value> {
             key: key, storage: storage, previousKeys: previousKeys, defaultValue: defaultValue)
         self.storage = storage
         self.persistence = persistence
-        super.init(defaultValue, key: key, joining: persistence)
+        super.init(defaultValue, key: key, joining: persistence?.cell)
+        persistence?.add(self)
     }
 
     /// Creates a container as ``init(_:key:storage:previousKeys:)`` does, whose writes must pass

@@ -67,7 +67,8 @@ open class UserDefaultsState<Value>: MonitoredState<Value> {
         ) { .defaults(key: $0, storage: storage, defaultValue: defaultValue) }
         self.defaults = defaults
         self.persistence = persistence
-        super.init(defaultValue, key: key, joining: persistence)
+        super.init(defaultValue, key: key, joining: persistence?.cell)
+        persistence?.add(self)
     }
 
     override func isStateKitType(_ type: AnyClass) -> Bool {

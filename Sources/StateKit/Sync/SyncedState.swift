@@ -88,7 +88,8 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
         let records =
             recordNames.isEmpty
             ? nil : SyncRecordStore(key: key, storage: recordStorage, names: recordNames.compactMap { $0 })
-        super.init(defaultValue, key: key, joining: persistence)
+        super.init(defaultValue, key: key, joining: persistence?.cell)
+        persistence?.add(self)
         let logs = openings.compactMap { $0?.log }
         lock.withLock {
             storedVersion = max(storedVersion, lastVersion)
