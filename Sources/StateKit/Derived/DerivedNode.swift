@@ -113,7 +113,7 @@ final class DerivedNode<Value>: @unchecked Sendable {
         var inputs: [DerivationInput] = []
         var stamps: [() -> UInt64]? = []
         for projection in repeat each projections {
-            inputs += projection.derivationInputs
+            inputs += projection.watchedByDerivation
             if let stamp = projection.changeStamp { stamps?.append(stamp) } else { stamps = nil }
         }
         return DerivedNode(key: key, inputs: inputs, stamps: stamps, isDuplicate: ==) {

@@ -6,7 +6,7 @@ import Dispatch
 /// subscribers, projections and async sequences then serve the derived value. A live subscription
 /// keeps the node (and so its sources) alive, as a Combine `AnyCancellable` keeps its chain:
 /// `a.map { $0 * 2 }.subscribe { … }` lasts as long as its token.
-struct DerivedProjection<Value>: Projection, @unchecked Sendable {
+struct DerivedProjection<Value>: Projection, DerivationSource, @unchecked Sendable {
     let node: DerivedNode<Value>
 
     var key: String { node.storage.key }
@@ -46,7 +46,7 @@ struct DerivedProjection<Value>: Projection, @unchecked Sendable {
 
 /// A key path of a derived value: a projection of the node's storage that brings the node up to
 /// date before it reads or subscribes.
-struct DerivedPartProjection<Root, Value: Equatable>: Projection, @unchecked Sendable {
+struct DerivedPartProjection<Root, Value: Equatable>: Projection, DerivationSource, @unchecked Sendable {
     let node: DerivedNode<Root>
     let part: KeyPathProjection<Root, Value>
 

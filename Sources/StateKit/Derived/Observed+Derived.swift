@@ -8,11 +8,16 @@ extension Observed {
         DerivedState(key: key + ".map", self, compute: transform)
     }
 
+    /// The projection of ``removingDuplicates(by:)``: a derived node's.
+    func deduplicated(by isDuplicate: @escaping @Sendable (Value, Value) -> Bool) -> any Projection<Value> {
+        DerivedProjection(node: dedupNode(by: isDuplicate))
+    }
+
     /// A node that passes this value on, holding it while `isDuplicate` says new values match it.
     func dedupNode(by isDuplicate: @escaping @Sendable (Value, Value) -> Bool) -> DerivedNode<Value> {
         let projection = self.projection
         return DerivedNode(
-            key: key + ".removingDuplicates", inputs: projection.derivationInputs, isDuplicate: isDuplicate
+            key: key + ".removingDuplicates", inputs: projection.watchedByDerivation, isDuplicate: isDuplicate
         ) { projection.readUntracked() }
     }
 }

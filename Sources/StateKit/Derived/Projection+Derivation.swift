@@ -1,7 +1,24 @@
+/// A projection a derived state can be computed from: every ``Projection`` is one. Declared here,
+/// not as a requirement of ``Projection``, so that projections name nothing of derived states.
+protocol DerivationSource {
+    /// What a derived state computed from this projection watches.
+    var derivationInputs: [DerivationInput] { get }
+}
+
+extension Projection {
+    /// What a derived state computed from this projection watches.
+    var watchedByDerivation: [DerivationInput] {
+        guard let source = self as? any DerivationSource else {
+            preconditionFailure("\(Self.self) is a Projection that is not a DerivationSource")
+        }
+        return source.derivationInputs
+    }
+}
+
 /// What derived states computed from container projections watch: the container for a view of
 /// the whole of it, the group of its key path for a part, so that writes elsewhere in the
 /// container do not make the derived state compute again.
-extension WholeProjection {
+extension WholeProjection: DerivationSource {
     var derivationInputs: [DerivationInput] {
         [root.wholeDerivationInput]
     }
@@ -19,7 +36,7 @@ extension State {
     }
 }
 
-extension KeyPathProjection {
+extension KeyPathProjection: DerivationSource {
     var derivationInputs: [DerivationInput] {
         let root = self.root
         let path = self.path
@@ -31,7 +48,7 @@ extension KeyPathProjection {
     }
 }
 
-extension WritableKeyPathProjection {
+extension WritableKeyPathProjection: DerivationSource {
     var derivationInputs: [DerivationInput] {
         KeyPathProjection(root: root, path: path).derivationInputs
     }

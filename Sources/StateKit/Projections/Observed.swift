@@ -83,7 +83,7 @@ public class Observed<Value> {
     /// let items = cart.items.removingDuplicates { $0.count == $1.count }   // told of size changes
     /// ```
     public func removingDuplicates(by isDuplicate: @escaping @Sendable (Value, Value) -> Bool) -> Observed<Value> {
-        Observed(DerivedProjection(node: dedupNode(by: isDuplicate)))
+        Observed(deduplicated(by: isDuplicate))
     }
 }
 

@@ -16,8 +16,6 @@ protocol Projection<Value>: Sendable {
     /// Whether ``read()`` already registers with the container's own Observation registrar (a
     /// view of the whole container), so the ``Observed`` needs no registrar of its own.
     var readsAreTracked: Bool { get }
-    /// What a derived state computed from this projection watches; see `Projection+Derivation.swift`.
-    var derivationInputs: [DerivationInput] { get }
     /// Reads as ``read()`` does, without registering the read with Observation: what a derived
     /// state's computation reads.
     func readUntracked() -> Value
