@@ -80,19 +80,6 @@ public struct NamedSink<Base: StateSink>: StateSink {
     }
 }
 
-/// A named remote-sync sink is one too: its container connects the base sink.
-extension NamedSink: RemoteSyncSink where Base: RemoteSyncSink {
-    /// Hands the channel to the base sink.
-    public func connect(_ channel: RemoteChannel<Base.Value>) {
-        base.connect(channel)
-    }
-
-    /// Pulls through the base sink.
-    public func refresh() async throws {
-        try await base.refresh()
-    }
-}
-
 extension NamedSink: LogBackedSink where Base: LogBackedSink {
     func open(key: String) -> OutboxOpening? {
         base.open(key: key)

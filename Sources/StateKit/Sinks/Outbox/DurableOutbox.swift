@@ -91,19 +91,6 @@ extension DurableOutbox: StateSink {
     }
 }
 
-/// An outbox around a remote-sync sink is one too: its container connects the wrapped sink.
-extension DurableOutbox: RemoteSyncSink where Wrapped: RemoteSyncSink {
-    /// Hands the channel to the wrapped sink.
-    public func connect(_ channel: RemoteChannel<Wrapped.Value>) {
-        wrapped.connect(channel)
-    }
-
-    /// Pulls through the wrapped sink.
-    public func refresh() async throws {
-        try await wrapped.refresh()
-    }
-}
-
 extension DurableOutbox: LogBackedSink {
     func open(key: String) -> OutboxOpening? {
         let isFirst = lock.withLock {
