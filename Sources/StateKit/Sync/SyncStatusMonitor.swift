@@ -37,13 +37,3 @@ final class SyncStatusMonitor<Value: Sendable>: Sendable {
         )
     }
 }
-
-/// A pipeline's way to its container's ``SyncStatusMonitor``, held weakly: the monitor holds the
-/// pipelines, which outlive their container while they drain.
-final class SyncStatusLink<Value: Sendable>: Sendable {
-    weak let monitor: SyncStatusMonitor<Value>?
-
-    init(_ monitor: SyncStatusMonitor<Value>) {
-        self.monitor = monitor
-    }
-}

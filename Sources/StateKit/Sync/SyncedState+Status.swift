@@ -25,8 +25,9 @@ extension SyncedState {
         let candidate = SyncStatusMonitor(key: key, pipelines: pipelines)
         let monitor = statusMonitor.install(candidate)
         guard monitor === candidate else { return monitor }
-        let link = SyncStatusLink(monitor)
-        for pipeline in pipelines { _ = pipeline.statusLink.install(link) }
+        // Held weakly: the monitor holds the pipelines, which outlive their container while they drain.
+        let observer = StatisticsObserver { [weak monitor] in monitor?.refresh() }
+        for pipeline in pipelines { _ = pipeline.statisticsObserver.install(observer) }
         // What changed between the monitor's first reading and the links' installation.
         monitor.refresh()
         return monitor

@@ -29,8 +29,9 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
     private var drainTimer: DispatchWorkItem?
     /// Whether ``finish()`` ran: by the task, or by the drain timer for a task stuck in a send.
     private var isFinished = false
-    /// The container's sync status, installed the first time someone reads it.
-    let statusLink = OnceInstalledReference<SyncStatusLink<Value>>()
+    /// Who hears of every change of the statistics (a synced container's status, installed the
+    /// first time someone reads it).
+    let statisticsObserver = OnceInstalledReference<StatisticsObserver>()
 
     /// Makes the pipeline; it delivers nothing before ``start()``.
     ///
@@ -288,10 +289,10 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
 
     // MARK: Helpers
 
-    /// Refreshes the container's sync status, once someone has asked for it; called after every
-    /// change of the statistics, with the pipeline's lock released.
+    /// Tells the statistics' observer, once one is installed; called after every change of the
+    /// statistics, with the pipeline's lock released.
     private func statisticsChanged() {
-        statusLink.unretained?._withUnsafeGuaranteedRef { $0.monitor?.refresh() }
+        statisticsObserver.unretained?._withUnsafeGuaranteedRef { $0.statisticsChanged() }
     }
 
     private func describe(_ changes: [StateChange<Value>]) -> String {
@@ -328,5 +329,14 @@ enum SinkPipelineCensus {
     /// The pipelines of `key` whose delivery task has not ended.
     static func live(_ key: String) -> Int {
         lock.withLock { counts[key] ?? 0 }
+    }
+}
+
+/// What a pipeline calls after every change of its statistics, installed once; it must not wait.
+final class StatisticsObserver: Sendable {
+    let statisticsChanged: @Sendable () -> Void
+
+    init(_ statisticsChanged: @escaping @Sendable () -> Void) {
+        self.statisticsChanged = statisticsChanged
     }
 }
