@@ -98,7 +98,8 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
         base = record.base.flatMap { try? configuration.decoder.decode(Value.self, from: $0) }
     }
 
-    /// The `ETag` the next write is conditional on; `nil` when the resource is not known to exist.
+    /// The `ETag` the next write is conditional on; `nil` when the resource is not known to exist,
+    /// or when the task is cancelled while it waits for the gate.
     var currentETag: String? {
         get async { try? await gate.run { etag } }
     }

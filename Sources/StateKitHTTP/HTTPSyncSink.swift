@@ -150,7 +150,8 @@ public struct HTTPSyncSink<Value: Sendable & Codable>: RemoteSyncSink {
     /// Writes the container's newest value (changes older than it are superseded).
     ///
     /// - Throws: ``HTTPSyncError`` for an answer that is not a success or a resolved conflict;
-    ///   `URLError` for network failures and timeouts (retried).
+    ///   `URLError` for network failures and timeouts (retried); `CancellationError` when the
+    ///   task is cancelled while it waits for an earlier push or pull, or during the request.
     public func send(_ changes: [StateChange<Value>]) async throws {
         guard let change = changes.last else { return }
         try await engine.push(change)
@@ -163,12 +164,17 @@ public struct HTTPSyncSink<Value: Sendable & Codable>: RemoteSyncSink {
 
     /// Loads the server's value into the container (a 304 when it has not changed).
     ///
-    /// - Throws: ``HTTPSyncError`` or `URLError` when the server cannot be read.
+    /// - Throws: ``HTTPSyncError`` or `URLError` when the server cannot be read;
+    ///   `CancellationError` when the task is cancelled while it waits for an earlier push or
+    ///   pull, or during the request.
     public func refresh() async throws {
         try await engine.pull()
     }
 
     /// The `ETag` the next write is conditional on; `nil` while the resource is not known to exist.
+    ///
+    /// Read after the pushes and pulls already under way have finished; a task cancelled while it
+    /// waits for them gets `nil`.
     public var currentETag: String? {
         get async { await engine.currentETag }
     }

@@ -72,6 +72,11 @@ extension DurableOutbox: StateSink {
 
     /// Sends the changes not yet acknowledged through the wrapped sink, then records them as
     /// acknowledged; sends nothing once another container took the log over.
+    ///
+    /// Sends through one log take turns, so a container that took the log over sends only after
+    /// the released one's last send returned. A task cancelled while it waits for its turn (a
+    /// released container's pipeline stopped by its drain timeout) sends nothing and throws
+    /// `CancellationError`: the changes stay in the log, unacknowledged, for the next owner.
     public func send(_ changes: [StateChange<Wrapped.Value>]) async throws {
         guard let (log, owner) = lock.withLock({ attachment }) else {
             try await wrapped.send(changes)

@@ -44,7 +44,7 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
     let key: String
     /// Serialises sends across the owners of the log, so a new owner sends only after the old
     /// owner's last send finished: no change reaches the destination after a newer one.
-    let sendTurn = SendTurn()
+    let sendTurn = AsyncGate()
     private let lock = Lock()
     private let lockFile: Int32
     /// Whether `lockFile` is closed yet: the registry waits for it before opening the file again
