@@ -48,6 +48,39 @@ import Testing
         #expect(first.statistics[0].sent == 3)
     }
 
+    @Test func aSendCancelledWhileItWaitsForTheLogsTurnThrowsAndSendsNothing() async throws {
+        let directory = try makeDirectory()
+        defer { directory.cleanUp() }
+        let key = uniqueKey()
+        let gate = Gate()
+        let sink = TestSink<Int>(gate: gate)
+        let outbox = DurableOutbox(fileURL: directory.url.appending(path: "state.outbox"), wrapping: sink)
+        let state = SyncedState(0, key: key) { outbox }
+        state.modify(1)
+        await gate.arrived()  // the pipeline's send of version 1 holds the log's turn
+
+        // Cancelled before or after it joins the line: either way it must not wait for the turn.
+        let late = StateChange(key: key, oldValue: 1, newValue: 2, version: 2, timestamp: Date())
+        let waiting = Task { try await outbox.send([late]) }
+        waiting.cancel()
+        let outcome = Collector<Result<Void, any Error>>()
+        await bounded("the cancelled send to return while the turn is held", seconds: 10) { resumer in
+            Task {
+                outcome.append(await waiting.result)
+                resumer.resume()
+            }
+        }
+        guard case .failure(let error) = outcome.all.first else {
+            Issue.record("the cancelled send did not throw: \(outcome.all)")
+            return
+        }
+        #expect(error is CancellationError)
+
+        gate.open()
+        await state.flush()
+        #expect(sink.versions == [1], "the cancelled send sent nothing")
+    }
+
     @Test func aContainerCreatedAgainTakesTheLogOverWithoutErasingOrRepeatingVersions() async throws {
         let directory = try makeDirectory()
         defer { directory.cleanUp() }
