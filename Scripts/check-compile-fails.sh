@@ -12,8 +12,8 @@
 # The check fails when a marked line has no error containing its text, when an unmarked line has
 # an error (a snippet must fail only where it says), or when a file compiles. A mistake the
 # compiler cannot be steered on is marked `// gotcha: TEXT` instead: the error must contain TEXT,
-# and Sources/StateKit/StateKit.docc/Gotchas.md must quote it, so that the quote follows the
-# compiler. Warnings and notes are ignored. Add a snippet when you add a hint.
+# and Sources/StateKit/StateKit.docc/Essentials/Gotchas.md must quote it, so that the quote follows
+# the compiler. Warnings and notes are ignored. Add a snippet when you add a hint.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."

@@ -3,7 +3,7 @@
 # like Rust's doctests. Usage: Scripts/check-doc-examples.sh
 #
 # What is checked: every ```swift block of README.md and of the DocC catalogs
-# (Sources/*/*.docc/*.md). Each block becomes one Swift file of a generated package in
+# (Sources/*/*.docc/**/*.md, subfolders included). Each block becomes one Swift file of a generated package in
 # .build/doc-examples that depends on this package by path, so examples compile against the
 # public API exactly as a user's code does. Blocks are independent of each other, like doctests.
 #
@@ -30,7 +30,9 @@
 # Hidden setup shared by a document's examples (the model types, a `directory`, a `counter`)
 # lives in a prelude file named after the document:
 #   Scripts/doc-examples/preludes/README.swift                                  for README.md
-#   Scripts/doc-examples/preludes/Sources/StateKit/StateKit.docc/<Article>.swift  for an article
+#   Scripts/doc-examples/preludes/<the article's path, .md replaced by .swift>    for an article,
+#     such as Scripts/doc-examples/preludes/Sources/StateKit/StateKit.docc/Essentials/Recipes.swift
+#     for Sources/StateKit/StateKit.docc/Essentials/Recipes.md (the catalog's folders mirrored)
 # A prelude file is Swift at file scope (declarations, `let` constants, imports); its
 # declarations are made `fileprivate`, and any a block declares itself (same name) are left out
 # for that block, so a block that shows its own model still compiles. To add an example that

@@ -14,7 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SNIPPETS = ROOT / "Scripts" / "compile-fails"
-GOTCHAS = ROOT / "Sources" / "StateKit" / "StateKit.docc" / "Gotchas.md"
+GOTCHAS = ROOT / "Sources" / "StateKit" / "StateKit.docc" / "Essentials" / "Gotchas.md"
 MARKER = re.compile(r"//\s*(error|gotcha):\s*(.+?)\s*(?=//\s*(?:error|gotcha):|$)")
 DIAGNOSTIC = re.compile(r"^(.*?):(\d+):(\d+): error: (.*)$")
 

@@ -40,7 +40,7 @@ class Example:
 
 def doc_files():
     files = [ROOT / "README.md"]
-    files += sorted(ROOT.glob("Sources/*/*.docc/*.md"))
+    files += sorted(ROOT.glob("Sources/*/*.docc/**/*.md"))
     return files
 
 
