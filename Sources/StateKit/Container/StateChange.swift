@@ -2,11 +2,13 @@ import Foundation
 
 /// One change of a container: which key, what it was, what it became, and when.
 ///
-/// Versions start at 0 for the initial value and grow by one with each change. A container's
-/// versions start again at 0 when it is created again (a new launch, a view model created again),
-/// unless it continues them from disk (a ``SyncedState`` with a ``DurableOutbox``); ``instance``
-/// tells such runs apart, so ``idempotencyKey`` identifies one change for good: a server receiving
-/// the same change twice from an at-least-once pipeline can drop the duplicate.
+/// Versions start at 0 for the initial value (or the value loaded from storage) and grow by one
+/// with each change. A container's versions start again at 0 when it is created again (a new
+/// launch, a view model created again), unless it continues them from disk (a ``SyncedState`` with
+/// a ``DurableOutbox``) or joins a persisted container of its key that still lives (they share one
+/// version); storage keeps the value, not the version. ``instance`` tells such runs apart, so
+/// ``idempotencyKey`` identifies one change for good: a server receiving the same change twice
+/// from an at-least-once pipeline can drop the duplicate.
 public struct StateChange<Value> {
     /// The key of the container that changed.
     public let key: String
