@@ -41,7 +41,11 @@ func gotchas(model: SettingsModel) {
     let isCompact = model.$isCompact.readOnly
     if isCompact == true {}  // gotcha: cannot convert value of type 'Observed<Bool>' to expected argument type 'Bool'
 
+    // A storage factory spelt with the protocol's name instead of a leading dot.
+    let storage = StateStorage.inMemory  // gotcha: static member 'inMemory' cannot be used on protocol metatype '(any StateStorage).Type'
+
     // A misspelt part followed by `~>`.
     model.$appearance.theem ~> .dark  // gotcha: cannot convert value of type 'UnknownMember<Appearance>' to expected argument type
     _ = counting
+    _ = storage
 }

@@ -2,8 +2,9 @@ import Foundation
 
 /// A ``StateStorage`` that keeps bytes in memory, for tests and previews.
 ///
-/// Every ``StateStorage/inMemory`` is a new, empty storage; keep one in a constant to share it
-/// between containers, or to create a container again and see it load what the last one saved.
+/// Every `.inMemory` (`InMemoryStateStorage.inMemory` outside a storage parameter) is a new,
+/// empty storage, as is every `InMemoryStateStorage()`; keep one in a constant to share it between
+/// containers, or to create a container again and see it load what the last one saved.
 ///
 /// ```swift
 /// let storage = InMemoryStateStorage()

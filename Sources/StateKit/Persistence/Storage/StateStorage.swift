@@ -5,13 +5,21 @@ import Foundation
 ///
 /// A ``PersistedState`` encodes its value to bytes and hands them to its storage under its key;
 /// the storage only keeps bytes. StateKit ships three storages, reached with leading-dot
-/// factories: ``StateStorage/file(_:)`` (one JSON file per key, written atomically),
-/// ``StateStorage/userDefaults(_:suiteName:)`` and ``StateStorage/inMemory`` (for tests and previews).
+/// factories wherever a storage is expected: `.file(directory)` (a ``FileStateStorage``: one JSON
+/// file per key, written atomically), `.userDefaults()` (a ``UserDefaultsStateStorage``) and
+/// `.inMemory` (an ``InMemoryStateStorage``, for tests and previews).
 ///
 /// ```swift
 /// let theme = PersistedState(Theme.light, key: "theme", storage: .file(settingsDirectory))
 /// let draft = PersistedState("", key: "draft", storage: .inMemory)
+/// let shared = InMemoryStateStorage.inMemory   // outside a parameter, name the type
 /// ```
+///
+/// The factories are static members of protocol extensions constrained to one storage type, so
+/// the leading dot works where the type is known (a parameter typed `some StateStorage` or
+/// `any StateStorage`), but `StateStorage.inMemory` does not compile ("static member 'inMemory'
+/// cannot be used on protocol metatype"): write `InMemoryStateStorage.inMemory`,
+/// `FileStateStorage.file(directory)` or the storage's initializer.
 ///
 /// # Implementation requirements
 /// - All requirements may be called from any thread, concurrently: make them thread-safe.
