@@ -49,3 +49,8 @@ func gotchas(model: SettingsModel) {
     _ = counting
     _ = storage
 }
+
+func syncGotchas(profile: SyncedState<Appearance>) async throws {
+    // refresh() pulls from a server, which can fail.
+    await profile.refresh()  // gotcha: call can throw but is not marked with 'try'
+}
