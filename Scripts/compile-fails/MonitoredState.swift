@@ -34,6 +34,11 @@ func habits(screen: SettingsScreen) async throws {
     _ = appearance.debounce(for: .milliseconds(300), scheduler: DispatchQueue.main)  // error: state.values.debounce(for:
     _ = appearance.throttle(for: .seconds(1), scheduler: RunLoop.main, latest: true)  // error: `state.values.throttle(for:
     appearance.send(Appearance())  // error: use modify(_:) or `state ~> newValue`
+    _ = appearance.publisher.sink { print($0) }  // error: not Combine publishers and have no publisher: subscribe(_:)
+    _ = appearance.$value.sink { print($0) }  // error: A container has no `$value`: it is what `$property` of @Stateful gives
+
+    // SwiftUI
+    withTransaction { appearance.theme ~> .dark }  // error: use withStateTransaction { … }
 
     // swift-sharing
     appearance.withLock { $0.fontScale += 0.1 }  // error: use modify { $0 += 1 }

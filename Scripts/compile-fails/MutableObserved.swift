@@ -34,6 +34,7 @@ func habits(screen: SettingsScreen) async throws {
     _ = theme.receive(on: DispatchQueue.main).sink { print($0) }  // error: subscribe(on: queue)
     _ = theme.dropFirst()  // error: subscribeChanges(_:)
     theme.send(.dark)  // error: write a projection with modify(_:) or `state.part ~> newValue`
+    _ = appearance.publisher.sink { print($0) }  // error: projections are not Combine publishers and have no publisher
 
     // swift-sharing
     appearance.withLock { $0.fontScale += 0.1 }  // error: use modify { $0 += 1 }

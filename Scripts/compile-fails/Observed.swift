@@ -33,6 +33,8 @@ func habits(screen: SettingsScreen) async throws {
     _ = theme.receive(on: DispatchQueue.main)  // error: subscribe(on: queue)
     _ = scale.debounce(for: .seconds(0.3), scheduler: DispatchQueue.main).sink { print($0) }  // error: projection.values.debounce(for:
     theme.send(.dark)  // error: write a projection with modify(_:)
+    _ = theme.publisher  // error: projections are not Combine publishers and have no publisher
+    _ = scale.$value.sink { print($0) }  // error: A projection has no `$value`: subscribe(_:) to it
 
     // swift-sharing
     appearance.withLock { $0.fontScale += 0.1 }  // error: use modify { $0 += 1 }

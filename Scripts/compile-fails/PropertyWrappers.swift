@@ -29,6 +29,8 @@ func habits(model: SettingsModel) async throws {
     _ = model.$appearance.eraseToAnyPublisher()  // error: `state.readOnly`
     _ = model.$theme.receive(on: DispatchQueue.main)  // error: subscribe(on: queue)
     model.$theme.send(.dark)  // error: use modify(_:) or `state ~> newValue`
+    _ = model.$fontScale.publisher  // error: `$property` of @Stateful is already the container
+    _ = model.$appearance.$value  // error: A container has no `$value`
 
     // swift-sharing
     model.$fontScale.withLock { $0 += 0.1 }  // error: use modify { $0 += 1 }

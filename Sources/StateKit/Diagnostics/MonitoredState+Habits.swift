@@ -149,6 +149,17 @@ extension MonitoredState {
     )
     public func send(_ value: Value) { fatalError("unavailable") }
 
+    /// The `publisher` of swift-sharing's `Shared` (and the habit of `@Published`'s `$property`);
+    /// StateKit's are ``subscribe(_:)`` and ``values``.
+    @available(
+        *, unavailable,
+        message: """
+            StateKit containers are not Combine publishers and have no publisher: subscribe(_:) to the \
+            container itself, or `for await value in state.values`; `$property` of @Stateful is already the container
+            """
+    )
+    public var publisher: Observed<Value> { fatalError("unavailable") }
+
     // MARK: swift-sharing
 
     /// swift-sharing's `withLock(_:)`; StateKit's is ``State/modify(_:)-5lmnc``.
@@ -203,7 +214,8 @@ extension MonitoredState {
         message: """
             neither a member of this container nor an Equatable property of its value: check the spelling; \
             a container has value, modify, subscribe, observe, values, changes (and flush() when it persists \
-            or syncs), and `state.part` projects an Equatable part of its value
+            or syncs), and `state.part` projects an Equatable part of its value. A container has no `$value`: \
+            it is what `$property` of @Stateful gives, so subscribe(_:) to it or read `state.values`
             """
     )
     public subscript(dynamicMember member: String) -> UnknownMember<Value> { fatalError("unavailable") }

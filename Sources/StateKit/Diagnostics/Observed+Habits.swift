@@ -138,6 +138,17 @@ extension Observed {
     )
     public func send(_ value: Value) { fatalError("unavailable") }
 
+    /// The `publisher` of swift-sharing's `Shared`; StateKit's are ``subscribe(_:)`` and
+    /// ``values``.
+    @available(
+        *, unavailable,
+        message: """
+            projections are not Combine publishers and have no publisher: subscribe(_:) to the projection \
+            itself, or `for await value in projection.values`
+            """
+    )
+    public var publisher: Observed<Value> { fatalError("unavailable") }
+
     // MARK: swift-sharing
 
     /// swift-sharing's `withLock(_:)`; a writable projection's is
@@ -182,7 +193,8 @@ extension Observed {
         message: """
             neither a member of this projection nor an Equatable property of its value: check the spelling; \
             a projection has value, subscribe, observe, values, changes (and modify when it is writable), \
-            and `projection.part` projects an Equatable part of its value
+            and `projection.part` projects an Equatable part of its value. A projection has no `$value`: \
+            subscribe(_:) to it or read `projection.values`
             """
     )
     public subscript(dynamicMember member: String) -> UnknownMember<Value> { fatalError("unavailable") }
