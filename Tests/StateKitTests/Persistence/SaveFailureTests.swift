@@ -91,6 +91,44 @@ import Glibc
         #expect(published)
     }
 
+    /// A value that does not encode (JSON has no NaN) is not saved, and its error stays through
+    /// every flush until a value that encodes is saved; storage keeps the last value that did.
+    @Test func anEncodeFailureStaysUntilASaveSucceeds() async throws {
+        let outcome = await awayFromThePool { Self.failToEncodeThenRecover() }
+        #expect(outcome.errorsAfterFlushes == [true, true, true])
+        #expect(outcome.storedAfterFailure == 1.5)
+        #expect(!outcome.errorAfterRecovery)
+        #expect(outcome.storedAfterRecovery == 2.5)
+    }
+
+    private struct EncodeFailureOutcome: Sendable {
+        var errorsAfterFlushes: [Bool] = []
+        var storedAfterFailure: Double?
+        var errorAfterRecovery = true
+        var storedAfterRecovery: Double?
+    }
+
+    private static func failToEncodeThenRecover() -> EncodeFailureOutcome {
+        let storage = InMemoryStateStorage()
+        let key = uniqueKey("anEncodeFailureStaysUntilASaveSucceeds")
+        let state = PersistedState(0.0, key: key, storage: storage)
+        let stored = { (try? storage.load(forKey: key)).flatMap { try? JSONDecoder().decode(Double.self, from: $0) } }
+        var outcome = EncodeFailureOutcome()
+        state ~> 1.5
+        state.flush()
+        state ~> .nan
+        for _ in 0..<3 {
+            state.flush()
+            outcome.errorsAfterFlushes.append(state.saveError != nil)
+        }
+        outcome.storedAfterFailure = stored()
+        state ~> 2.5
+        state.flush()
+        outcome.errorAfterRecovery = state.saveError != nil
+        outcome.storedAfterRecovery = stored()
+        return outcome
+    }
+
     @Test func aSlowFailedSaveNeverPublishesItsErrorOverANewerSuccess() async {
         await awayFromThePool { Self.raceFailedAndNewerSaves() }
     }

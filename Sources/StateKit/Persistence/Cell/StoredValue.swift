@@ -43,6 +43,9 @@ final class StoredValue<Value>: RetirableStoredValue, @unchecked Sendable {
     private var savedVersion: UInt64 = 0
     /// The version of the change that wrote an outside value into the cell: not saved again.
     private var outsideVersion: UInt64?
+    /// The newest version, when it could not be encoded, and why: its error stands until a later
+    /// version is saved, and saving it is not retried (encoding it again would fail again).
+    private var unencodable: (version: UInt64, error: any Error)?
     private var isSaveScheduled = false
     private var isCheckScheduled = false
     private var failedSaves = 0
@@ -124,8 +127,8 @@ final class StoredValue<Value>: RetirableStoredValue, @unchecked Sendable {
     }
 
     /// Saves the newest value now if it is not saved yet, retrying a failed save, and returns
-    /// once it is in storage or the attempts are used up; the outcome is published before it
-    /// returns (an earlier save's that finishes later is dropped).
+    /// once it is in storage, cannot be encoded, or the attempts are used up; the outcome is
+    /// published before it returns (an earlier save's that finishes later is dropped).
     func flush() {
         var delay = 0.01
         for _ in 0..<4 {
@@ -175,37 +178,41 @@ final class StoredValue<Value>: RetirableStoredValue, @unchecked Sendable {
         scheduleSave(after: delay)
     }
 
-    /// Writes the cell's newest value unless it is already saved. Returns whether storage holds it.
+    /// Writes the cell's newest value unless it is already saved. Returns whether that is done
+    /// with: storage holds the newest value, or it cannot be encoded (its error stands until a
+    /// later value is saved); `false` after a failed write, which is worth retrying.
     ///
-    /// A failed save leaves the value unsaved (it is retried), and does not make what it tried to
-    /// write the known content of storage: only a save that succeeded does.
+    /// A failed save leaves the value unsaved, and does not make what it tried to write the known
+    /// content of storage: only a save that succeeded does.
     @discardableResult
     private func saveNewest() -> Bool {
-        let (outcome, ticket): (Outcome, UInt64) = ioLock.withLock {
+        let (outcome, ticket, isDone): (Outcome, UInt64, Bool) = ioLock.withLock {
             outcomeTicket &+= 1
             let ticket = outcomeTicket
             let (newest, newestVersion) = cell.lock.withLock { (cell.storedValue, cell.storedVersion) }
-            let (isPersisting, isSaved) = lock.withLock {
+            let (isPersisting, isSaved, unencodableError): (Bool, Bool, (any Error)?) = lock.withLock {
                 // A value that came from storage is there already.
                 if newestVersion == outsideVersion { savedVersion = max(savedVersion, newestVersion) }
-                return (persisting, newestVersion <= savedVersion)
+                let unencodableError = unencodable.flatMap { $0.version == newestVersion ? $0.error : nil }
+                return (persisting, newestVersion <= savedVersion, unencodableError)
             }
-            guard isPersisting else { return (Outcome(), ticket) }
+            guard isPersisting else { return (Outcome(), ticket, true) }
             // Storage holds the newest value: no save error, whichever save put it there (one that
             // succeeded on another thread may not have published yet, and its outcome is older).
-            guard !isSaved else { return (Outcome(saveError: .some(nil)), ticket) }
+            guard !isSaved else { return (Outcome(saveError: .some(nil)), ticket, true) }
+            if let unencodableError { return (Outcome(saveError: .some(unencodableError)), ticket, true) }
             let representation: StoredRepresentation?
             do {
                 representation = try codec.encode(newest)
             } catch {
-                lock.withLock { savedVersion = max(savedVersion, newestVersion) }
+                lock.withLock { self.unencodable = (newestVersion, error) }
                 return (
                     Outcome(
                         saveError: .some(error),
                         diagnostic: StateDiagnostic(
                             kind: .encodingFailed, keys: [key],
                             message: "could not encode \(Value.self) for \(codec.location): \(error)", error: error)),
-                    ticket
+                    ticket, true
                 )
             }
             if representation?.fingerprint != knownFingerprint {
@@ -214,7 +221,7 @@ final class StoredValue<Value>: RetirableStoredValue, @unchecked Sendable {
                     try codec.store(representation)
                 } catch {
                     attemptedFingerprint = representation?.fingerprint
-                    return (failedSave(error), ticket)
+                    return (failedSave(error), ticket, false)
                 }
             }
             knownFingerprint = representation?.fingerprint
@@ -223,11 +230,12 @@ final class StoredValue<Value>: RetirableStoredValue, @unchecked Sendable {
                 savedVersion = max(savedVersion, newestVersion)
                 failedSaves = 0
                 reportedFailure = nil
+                unencodable = nil
             }
-            return (Outcome(saveError: .some(nil)), ticket)
+            return (Outcome(saveError: .some(nil)), ticket, true)
         }
         publish(outcome, ticket: ticket)
-        return outcome.saveError.map { $0 == nil } ?? true
+        return isDone
     }
 
     /// The outcome of a failed save: the error, and a diagnostic unless the same failure was
