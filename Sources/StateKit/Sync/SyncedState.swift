@@ -211,7 +211,7 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
 
     private func flush(waitsThroughPauses: Bool) async {
         await deliveredBarrier()
-        persistence?.flush()
+        await persistence?.flushOffThePool()
         for pipeline in pipelines {
             if Task.isCancelled { return }
             await pipeline.flush(waitsThroughPause: waitsThroughPauses)

@@ -30,6 +30,36 @@ import Testing
         #expect(relaunched.loadError == nil && relaunched.saveError == nil)
     }
 
+    /// 32 flushes of containers whose storage takes 300 ms a save, on a pool of 2 threads: each
+    /// waits for its save without holding a thread of the pool, so a heartbeat task keeps beating.
+    @Test func flushesWaitForSlowSavesWithoutHoldingThePool() async throws {
+        let storage = SlowStorage(delay: 0.3)
+        let states = (0..<32).map {
+            SyncedState(0, key: uniqueKey("slow-\($0)"), storage: storage, sinks: [ClosureSink<Int> { _ in }])
+        }
+        for state in states { state ~> 1 }
+        let heartbeat = Task {
+            let clock = ContinuousClock()
+            var (last, longestGap) = (clock.now, Duration.zero)
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(10))
+                longestGap = max(longestGap, clock.now - last)
+                last = clock.now
+            }
+            return longestGap
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for state in states { group.addTask { await state.flush() } }
+        }
+        heartbeat.cancel()
+        let longestGap = await heartbeat.value
+        #expect(longestGap < .milliseconds(250), "the pool was held for \(longestGap)")
+        for state in states {
+            let stored = try #require(try storage.load(forKey: state.key))
+            #expect(try JSONDecoder().decode(Int.self, from: stored) == 1)
+        }
+    }
+
     @Test func itSharesItsValueWithAPersistedStateOfTheSameKey() async throws {
         let storage = InMemoryStateStorage()
         let key = uniqueKey()
@@ -67,5 +97,30 @@ import Testing
         let state = SyncedState(0, key: uniqueKey(), sinks: [])
         #expect(!state.isPersisting)
         #expect(state.loadError == nil)
+    }
+}
+
+/// Storage in memory whose every save takes `delay` seconds, as a slow disk.
+final class SlowStorage: StateStorage {
+    private let base = InMemoryStateStorage()
+    private let delay: Double
+
+    init(delay: Double) {
+        self.delay = delay
+    }
+
+    var location: String { "slow:\(ObjectIdentifier(self).hashValue)" }
+
+    func load(forKey key: String) throws -> Data? {
+        try base.load(forKey: key)
+    }
+
+    func save(_ data: Data, forKey key: String) throws {
+        Thread.sleep(forTimeInterval: delay)
+        try base.save(data, forKey: key)
+    }
+
+    func remove(forKey key: String) throws {
+        try base.remove(forKey: key)
     }
 }

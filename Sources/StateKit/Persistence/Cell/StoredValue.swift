@@ -138,6 +138,17 @@ final class StoredValue<Value>: RetirableStoredValue, @unchecked Sendable {
         }
     }
 
+    /// ``flush()`` for async code: run on the cell's own queue and awaited, so that a slow or
+    /// failing storage never holds a thread of the cooperative pool.
+    func flushOffThePool() async {
+        await withCheckedContinuation { continuation in
+            queue.async {
+                self.flush()
+                continuation.resume()
+            }
+        }
+    }
+
     // MARK: Saving
 
     func retire() -> Bool {
