@@ -12,9 +12,8 @@ import Foundation
 /// ```
 ///
 /// - Note: All operations on `InMemoryStateStorage` are thread-safe.
-public final class InMemoryStateStorage: StateStorage, @unchecked Sendable {
-    private let lock = Lock()
-    private var contents: [String: Data] = [:]
+public final class InMemoryStateStorage: StateStorage, Sendable {
+    private let contents = LockedBox<[String: Data]>([:])
 
     /// `memory://<UUID>`, unique to this instance (made once: every container of a key looks
     /// it up when it joins).
@@ -25,22 +24,22 @@ public final class InMemoryStateStorage: StateStorage, @unchecked Sendable {
 
     /// The keys that hold bytes.
     public var keys: [String] {
-        lock.withLock { Array(contents.keys) }
+        contents.withLock { Array($0.keys) }
     }
 
     /// The bytes saved for `key`, or `nil`.
     public func load(forKey key: String) throws -> Data? {
-        lock.withLock { contents[key] }
+        contents.withLock { $0[key] }
     }
 
     /// Keeps `data` under `key`.
     public func save(_ data: Data, forKey key: String) throws {
-        lock.withLock { contents[key] = data }
+        contents.withLock { $0[key] = data }
     }
 
     /// Forgets `key`.
     public func remove(forKey key: String) throws {
-        lock.withLock { contents[key] = nil }
+        contents.withLock { $0[key] = nil }
     }
 }
 
