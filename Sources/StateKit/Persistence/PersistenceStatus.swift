@@ -3,23 +3,26 @@ import Observation
 /// The load and save errors of one stored value, shared by its containers and observable: a
 /// SwiftUI view (or `withObservationTracking`) reading ``PersistedState/saveError`` updates when
 /// it changes.
-final class PersistenceStatus: Observable, @unchecked Sendable {
+final class PersistenceStatus: Observable, Sendable {
+    private struct Errors {
+        var load: (any Error)?
+        var save: (any Error)?
+    }
+
     private let registrar = ObservationRegistrar()
-    private let lock = Lock()
-    private var currentLoadError: (any Error)?
-    private var currentSaveError: (any Error)?
+    private let errors = LockedBox(Errors())
 
     /// Why the stored value could not be used: unreadable storage, or bytes that do not decode
     /// (on load, or written outside later); `nil` once a value is read again.
     var loadError: (any Error)? {
         get {
             registrar.access(self, keyPath: \.loadError)
-            return lock.withLock { currentLoadError }
+            return errors.withLock { $0.load }
         }
         set {
-            guard lock.withLock({ currentLoadError != nil || newValue != nil }) else { return }
+            guard errors.withLock({ $0.load != nil || newValue != nil }) else { return }
             registrar.withMutation(of: self, keyPath: \.loadError) {
-                lock.withLock { currentLoadError = newValue }
+                errors.withLock { $0.load = newValue }
             }
         }
     }
@@ -28,12 +31,12 @@ final class PersistenceStatus: Observable, @unchecked Sendable {
     var saveError: (any Error)? {
         get {
             registrar.access(self, keyPath: \.saveError)
-            return lock.withLock { currentSaveError }
+            return errors.withLock { $0.save }
         }
         set {
-            guard lock.withLock({ currentSaveError != nil || newValue != nil }) else { return }
+            guard errors.withLock({ $0.save != nil || newValue != nil }) else { return }
             registrar.withMutation(of: self, keyPath: \.saveError) {
-                lock.withLock { currentSaveError = newValue }
+                errors.withLock { $0.save = newValue }
             }
         }
     }
