@@ -4,11 +4,13 @@
 /// It is the subscription's owner: cancelling the token cancels the task, and the task marks the
 /// subscription's link released when it ends, so ``Subscription/isActive`` turns `false` once the
 /// sequence is over.
-final class SequenceBinding: @unchecked Sendable {
-    private let lock = Lock()
-    /// Guarded by `lock`.
-    private var task: Task<Void, Never>?
-    private var isCancelled = false
+final class SequenceBinding: Sendable {
+    private struct Progress {
+        var task: Task<Void, Never>?
+        var isCancelled = false
+    }
+
+    private let progress = LockedBox(Progress())
 
     /// Starts copying `source`'s elements with `write` and returns the binding's token.
     static func start<Source: AsyncSequence & Sendable>(
@@ -38,21 +40,21 @@ final class SequenceBinding: @unchecked Sendable {
                 )
             } catch {}
         }
-        binding.lock.lock()
-        binding.task = task
-        let isCancelled = binding.isCancelled
-        binding.lock.unlock()
+        let isCancelled = binding.progress.withLock { progress in
+            progress.task = task
+            return progress.isCancelled
+        }
         if isCancelled { task.cancel() }
         return subscription
     }
 
     /// The token was cancelled or released: stop the task. Called with the link's lock held,
-    /// which is not `lock`.
+    /// which is not the one guarding `progress`.
     private func stop() {
-        lock.lock()
-        isCancelled = true
-        let task = self.task
-        lock.unlock()
+        let task = progress.withLock { progress in
+            progress.isCancelled = true
+            return progress.task
+        }
         task?.cancel()
     }
 }
