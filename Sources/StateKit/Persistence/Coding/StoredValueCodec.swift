@@ -16,7 +16,7 @@ struct StoredRepresentation: @unchecked Sendable {
 /// missing properties taken from the default value), and `UserDefaults`'s one format (see
 /// `DefaultsValueCoding`), used by ``UserDefaultsState`` and by a ``PersistedState`` over
 /// ``UserDefaultsStateStorage`` alike, so each reads what the other wrote.
-struct StoredValueCodec<Value>: @unchecked Sendable {
+struct StoredValueCodec<Value>: Sendable {
     /// What storage holds, or `nil` when it holds nothing. Throws when it cannot be read.
     var load: @Sendable () throws -> StoredRepresentation?
     /// The value in a representation; throws when it does not decode.
