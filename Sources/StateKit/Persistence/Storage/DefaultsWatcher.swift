@@ -10,7 +10,7 @@ import Foundation
 /// watched instance, which reads what other processes wrote. It also checks, once per suite,
 /// that the suite's property-list file on disk can be read: Foundation on Linux silently replaces
 /// an unreadable one with an empty one, so StateKit keeps a copy of it aside and reports it.
-final class DefaultsWatcher: @unchecked Sendable {
+final class DefaultsWatcher: Sendable {
     static let shared = DefaultsWatcher()
     /// How often keys are checked: the bound on how late an outside change arrives.
     static let interval = DispatchTimeInterval.milliseconds(500)
@@ -33,11 +33,15 @@ final class DefaultsWatcher: @unchecked Sendable {
         let onChange: @Sendable () -> Void
     }
 
-    private let lock = Lock()
-    private var watches: [Int: Watch] = [:]
-    private var nextID = 0
-    private var checkedSuites: Set<String> = []
-    private var timer: (any DispatchSourceTimer)?
+    private struct Watches {
+        var byID: [Int: Watch] = [:]
+        var nextID = 0
+        var checkedSuites: Set<String> = []
+        /// Runs while any key is watched. A dispatch source may be used from any thread.
+        var timer: UncheckedSendable<any DispatchSourceTimer>?
+    }
+
+    private let watches = LockedBox(Watches())
 
     /// Calls `onChange` twice a second while the token lives.
     func watch(
@@ -46,36 +50,37 @@ final class DefaultsWatcher: @unchecked Sendable {
         key: String,
         onChange: @escaping @Sendable () -> Void
     ) -> AnyObject {
-        let (token, isNewSuite) = lock.withLock {
-            nextID += 1
-            watches[nextID] = Watch(defaults: UncheckedSendable(defaults), onChange: onChange)
-            if timer == nil { startTimerLocked() }
-            return (Token(id: nextID, watcher: self), checkedSuites.insert(suite).inserted)
+        let (token, isNewSuite) = watches.withLock { watches in
+            watches.nextID += 1
+            watches.byID[watches.nextID] = Watch(defaults: UncheckedSendable(defaults), onChange: onChange)
+            if watches.timer == nil { watches.timer = UncheckedSendable(startTimer()) }
+            return (Token(id: watches.nextID, watcher: self), watches.checkedSuites.insert(suite).inserted)
         }
         if isNewSuite { DefaultsFileCheck.check(suite: suite, key: key) }
         return token
     }
 
     private func remove(_ id: Int) {
-        lock.withLock {
-            watches[id] = nil
-            if watches.isEmpty {
-                timer?.cancel()
-                timer = nil
+        watches.withLock { watches in
+            watches.byID[id] = nil
+            if watches.byID.isEmpty {
+                watches.timer?.value.cancel()
+                watches.timer = nil
             }
         }
     }
 
-    private func startTimerLocked() {
+    /// A running timer that checks the watched keys every ``interval``.
+    private func startTimer() -> any DispatchSourceTimer {
         let timer = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
         timer.schedule(deadline: .now() + Self.interval, repeating: Self.interval, leeway: .milliseconds(50))
         timer.setEventHandler { [weak self] in self?.tick() }
         timer.resume()
-        self.timer = timer
+        return timer
     }
 
     private func tick() {
-        let current = lock.withLock { Array(watches.values) }
+        let current = watches.withLock { Array($0.byID.values) }
         #if !canImport(Darwin)
         var synchronized: Set<ObjectIdentifier> = []
         for watch in current where synchronized.insert(ObjectIdentifier(watch.defaults.value)).inserted {
