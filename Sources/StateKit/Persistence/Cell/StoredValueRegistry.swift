@@ -1,7 +1,7 @@
 /// The live ``StoredValue`` of each key in each storage, so that every persisted container of a
 /// key in a storage shares one value, and two containers claiming it with different value types
 /// are reported.
-final class StoredValueRegistry: @unchecked Sendable {
+final class StoredValueRegistry: Sendable {
     private struct Entry {
         weak var storedValue: (any RetirableStoredValue)?
         let type: Any.Type
@@ -9,8 +9,7 @@ final class StoredValueRegistry: @unchecked Sendable {
 
     static let shared = StoredValueRegistry()
 
-    private let lock = Lock()
-    private var entries: [String: Entry] = [:]
+    private let entries = LockedBox<[String: Entry]>([:])
 
     /// The live stored value of `key` at `location`, made by `make` and loaded if there is none.
     ///
@@ -25,7 +24,7 @@ final class StoredValueRegistry: @unchecked Sendable {
         let name = location + "\u{0}" + key
         let found: StoredValue<Value>?
         let conflictingType: Any.Type?
-        (found, conflictingType) = lock.withLock {
+        (found, conflictingType) = entries.withLock { entries in
             if let entry = entries[name], let live = entry.storedValue {
                 if let shared = live as? StoredValue<Value> { return (shared, nil) }
                 // No container holds the other type any more; only a save in flight kept it.
@@ -89,7 +88,7 @@ extension StoredValue where Value: Codable & Sendable {
 }
 
 /// A stored value of any type, as the registry sees one it may have to replace.
-protocol RetirableStoredValue: AnyObject {
+protocol RetirableStoredValue: AnyObject, Sendable {
     /// If no container holds the value any more: finishes its pending save and stops it from
     /// saving or watching again, and returns `true`; otherwise returns `false`.
     func retire() -> Bool
