@@ -12,11 +12,11 @@ import Foundation
 /// offline edit a relaunched container was to deliver (a container without storage then sent
 /// its default value in its place).
 enum OutboxLogRegistry {
-    final class WeakLog {
-        weak var log: AnyObject?
+    final class WeakLog: Sendable {
+        weak let log: (any AnyObject & Sendable)?
         let lockFileState: LockFileState
 
-        init(_ log: AnyObject, lockFileState: LockFileState) {
+        init(_ log: any AnyObject & Sendable, lockFileState: LockFileState) {
             self.log = log
             self.lockFileState = lockFileState
         }
@@ -25,14 +25,13 @@ enum OutboxLogRegistry {
         var isGone: Bool { log == nil && lockFileState.isClosed }
     }
 
-    static let lock = Lock()
-    nonisolated(unsafe) static var logs: [String: WeakLog] = [:]
+    static let logs = LockedBox<[String: WeakLog]>([:])
 
     /// The log of `fileURL`, owned by a new container `key` from now on, and the owner number;
     /// `nil` (reported) when it cannot be owned.
     static func open<Value>(fileURL: URL, key: String, as: Value.Type) -> (OutboxLog<Value>, UInt64)? {
         let path = canonicalPath(fileURL)
-        return lock.withLock {
+        return logs.withLock { logs in
             logs = logs.filter { !$0.value.isGone }
             if let released = logs[path], released.log == nil {
                 released.lockFileState.waitUntilClosed()

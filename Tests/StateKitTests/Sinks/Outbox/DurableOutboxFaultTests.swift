@@ -127,9 +127,7 @@ import Testing
         let lockFile = open(path + ".lock", O_RDWR | O_CREAT, 0o644)
         #expect(flock(lockFile, LOCK_EX | LOCK_NB) == 0)
         let tornDown = LockFileState()
-        OutboxLogRegistry.lock.withLock {
-            OutboxLogRegistry.logs[path] = OutboxLogRegistry.WeakLog(Gate(), lockFileState: tornDown)
-        }
+        OutboxLogRegistry.logs.withLock { $0[path] = OutboxLogRegistry.WeakLog(Gate(), lockFileState: tornDown) }
         Thread {
             usleep(50_000)
             close(lockFile)
