@@ -87,35 +87,38 @@ public final class DiagnosticsRecorder: Sendable {
 }
 
 /// The one handler that feeds every live ``DiagnosticsRecorder``, then the handler it replaced.
-final class DiagnosticsFanOut: @unchecked Sendable {
+final class DiagnosticsFanOut: Sendable {
+    private struct Recorders {
+        var byID: [ObjectIdentifier: @Sendable (StateDiagnostic) -> Void] = [:]
+        var isInstalled = false
+        var isForwarding = true
+    }
+
     static let shared = DiagnosticsFanOut()
 
-    private let lock = NSLock()
-    private var recorders: [ObjectIdentifier: @Sendable (StateDiagnostic) -> Void] = [:]
-    private var isInstalled = false
-    private var isForwarding = true
+    private let recorders = LockedBox(Recorders())
 
     var forwards: Bool {
-        get { lock.withLock { isForwarding } }
-        set { lock.withLock { isForwarding = newValue } }
+        get { recorders.withLock { $0.isForwarding } }
+        set { recorders.withLock { $0.isForwarding = newValue } }
     }
 
     func add(_ id: ObjectIdentifier, _ record: @escaping @Sendable (StateDiagnostic) -> Void) {
-        let install = lock.withLock {
-            recorders[id] = record
-            defer { isInstalled = true }
-            return !isInstalled
+        let install = recorders.withLock { recorders in
+            recorders.byID[id] = record
+            defer { recorders.isInstalled = true }
+            return !recorders.isInstalled
         }
         guard install else { return }
         let previous = StateDiagnostics.handler
         StateDiagnostics.handler = { [self] diagnostic in
-            let (records, forwards) = lock.withLock { (Array(recorders.values), isForwarding) }
+            let (records, forwards) = recorders.withLock { (Array($0.byID.values), $0.isForwarding) }
             for record in records { record(diagnostic) }
             if forwards { previous(diagnostic) }
         }
     }
 
     func remove(_ id: ObjectIdentifier) {
-        lock.withLock { _ = recorders.removeValue(forKey: id) }
+        recorders.withLock { _ = $0.byID.removeValue(forKey: id) }
     }
 }

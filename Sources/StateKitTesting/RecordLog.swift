@@ -1,11 +1,14 @@
-import Foundation
+import StateKit
 
 /// A thread-safe, append-only log with a read cursor, and waiters for the next elements.
 ///
 /// Recorders and ``RecordingSink`` append from whatever thread delivers; tests read it and wait on
 /// it from theirs. Waiters are served first come, first served, each taking the next `count`
 /// elements after the cursor.
-final class RecordLog<Element: Sendable>: @unchecked Sendable {
+final class RecordLog<Element: Sendable>: Sendable {
+    /// A waiter served: its continuation and the elements it takes.
+    private typealias Served = (CheckedContinuation<[Element], any Error>, [Element])
+
     private struct Waiter {
         let id: UInt64
         let count: Int
@@ -13,21 +16,36 @@ final class RecordLog<Element: Sendable>: @unchecked Sendable {
         var timer: Task<Void, Never>?
     }
 
-    private let lock = NSLock()
-    private var elements: [Element] = []
-    private var cursor = 0
-    private var waiters: [Waiter] = []
-    private var nextWaiterID: UInt64 = 0
-    private var abandonedWaiterIDs: Set<UInt64> = []
+    private struct Contents {
+        var elements: [Element] = []
+        var cursor = 0
+        var waiters: [Waiter] = []
+        var nextWaiterID: UInt64 = 0
+        var abandonedWaiterIDs: Set<UInt64> = []
+
+        /// Removes the waiters that can be served now, in order.
+        mutating func serve() -> [Served] {
+            var served: [Served] = []
+            while let first = waiters.first, elements.count - cursor >= first.count {
+                waiters.removeFirst()
+                first.timer?.cancel()
+                served.append((first.continuation, Array(elements[cursor..<cursor + first.count])))
+                cursor += first.count
+            }
+            return served
+        }
+    }
+
+    private let contents = LockedBox(Contents())
 
     /// Everything appended so far, in order.
     var all: [Element] {
-        lock.withLock { elements }
+        contents.withLock { $0.elements }
     }
 
     /// The elements appended after the cursor.
     var unread: [Element] {
-        lock.withLock { Array(elements[cursor...]) }
+        contents.withLock { Array($0.elements[$0.cursor...]) }
     }
 
     /// Appends `element` and serves the waiters it completes.
@@ -37,9 +55,9 @@ final class RecordLog<Element: Sendable>: @unchecked Sendable {
 
     /// Appends `newElements` in order and serves the waiters they complete.
     func append(contentsOf newElements: [Element]) {
-        let served = lock.withLock {
-            elements.append(contentsOf: newElements)
-            return serveLocked()
+        let served = contents.withLock { contents in
+            contents.elements.append(contentsOf: newElements)
+            return contents.serve()
         }
         resume(served)
     }
@@ -52,23 +70,22 @@ final class RecordLog<Element: Sendable>: @unchecked Sendable {
         failure: @escaping @Sendable (_ unread: [Element], _ all: [Element]) -> any Error
     ) async throws -> [Element] {
         precondition(count > 0, "next(_:timeout:) needs a count of at least 1")
-        let id = lock.withLock {
-            nextWaiterID += 1
-            return nextWaiterID
+        let id = contents.withLock { contents in
+            contents.nextWaiterID += 1
+            return contents.nextWaiterID
         }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                let served: [(CheckedContinuation<[Element], any Error>, [Element])]
-                lock.lock()
-                if abandonedWaiterIDs.remove(id) != nil {
-                    lock.unlock()
+                let queued: (served: [Served], isWaiting: Bool)? = contents.withLock { contents in
+                    if contents.abandonedWaiterIDs.remove(id) != nil { return nil }
+                    contents.waiters.append(Waiter(id: id, count: count, continuation: continuation))
+                    let served = contents.serve()
+                    return (served, contents.waiters.contains { $0.id == id })
+                }
+                guard let (served, isWaiting) = queued else {
                     continuation.resume(throwing: CancellationError())
                     return
                 }
-                waiters.append(Waiter(id: id, count: count, continuation: continuation))
-                served = serveLocked()
-                let isWaiting = waiters.contains { $0.id == id }
-                lock.unlock()
                 resume(served)
                 guard isWaiting else { return }
                 let timer = Task { [weak self] in
@@ -79,9 +96,9 @@ final class RecordLog<Element: Sendable>: @unchecked Sendable {
                     }
                     self?.abandon(id) { unread, all in failure(unread, all) }
                 }
-                let isStillWaiting = lock.withLock {
-                    guard let index = waiters.firstIndex(where: { $0.id == id }) else { return false }
-                    waiters[index].timer = timer
+                let isStillWaiting = contents.withLock { contents in
+                    guard let index = contents.waiters.firstIndex(where: { $0.id == id }) else { return false }
+                    contents.waiters[index].timer = timer
                     return true
                 }
                 if !isStillWaiting { timer.cancel() }
@@ -94,34 +111,22 @@ final class RecordLog<Element: Sendable>: @unchecked Sendable {
     /// Fails waiter `id` with the error `failure` makes, if it is still waiting; remembers the id
     /// otherwise, in case it has not started waiting yet.
     private func abandon(_ id: UInt64, failure: ([Element], [Element]) -> any Error) {
-        lock.lock()
-        guard let index = waiters.firstIndex(where: { $0.id == id }) else {
-            abandonedWaiterIDs.insert(id)
-            lock.unlock()
-            return
+        let abandoned: (waiter: Waiter, error: any Error, served: [Served])? = contents.withLock { contents in
+            guard let index = contents.waiters.firstIndex(where: { $0.id == id }) else {
+                contents.abandonedWaiterIDs.insert(id)
+                return nil
+            }
+            let waiter = contents.waiters.remove(at: index)
+            let error = failure(Array(contents.elements[contents.cursor...]), contents.elements)
+            return (waiter, error, contents.serve())
         }
-        let waiter = waiters.remove(at: index)
-        let error = failure(Array(elements[cursor...]), elements)
-        let served = serveLocked()
-        lock.unlock()
+        guard let (waiter, error, served) = abandoned else { return }
         waiter.timer?.cancel()
         waiter.continuation.resume(throwing: error)
         resume(served)
     }
 
-    /// Removes the waiters that can be served now, in order. Called with the lock held.
-    private func serveLocked() -> [(CheckedContinuation<[Element], any Error>, [Element])] {
-        var served: [(CheckedContinuation<[Element], any Error>, [Element])] = []
-        while let first = waiters.first, elements.count - cursor >= first.count {
-            waiters.removeFirst()
-            first.timer?.cancel()
-            served.append((first.continuation, Array(elements[cursor..<cursor + first.count])))
-            cursor += first.count
-        }
-        return served
-    }
-
-    private func resume(_ served: [(CheckedContinuation<[Element], any Error>, [Element])]) {
+    private func resume(_ served: [Served]) {
         for (continuation, elements) in served {
             continuation.resume(returning: elements)
         }

@@ -20,7 +20,7 @@ import StateKit
 /// Containers hold listeners weakly: keep the listener for as long as the test needs its calls.
 ///
 /// - Note: All operations on `RecordingListener` are thread-safe.
-public final class RecordingListener: StateListener, @unchecked Sendable {
+public final class RecordingListener: StateListener, Sendable {
     /// The serial queue the listener is called on.
     public let stateListenerQueue: DispatchQueue
     private let log = RecordLog<String>()

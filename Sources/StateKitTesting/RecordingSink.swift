@@ -14,12 +14,15 @@ import StateKit
 /// ```
 ///
 /// - Note: All operations on `RecordingSink` are thread-safe.
-public final class RecordingSink<Value: Sendable>: StateSink, @unchecked Sendable {
-    private let lock = NSLock()
-    private var receivedBatches: [[StateChange<Value>]] = []
-    private var failuresLeft = 0
-    private var failure: any Error = RecordingSinkFailure()
-    private var attempts = 0
+public final class RecordingSink<Value: Sendable>: StateSink, Sendable {
+    private struct Sends {
+        var batches: [[StateChange<Value>]] = []
+        var failuresLeft = 0
+        var failure: any Error = RecordingSinkFailure()
+        var attempts = 0
+    }
+
+    private let sends = LockedBox(Sends())
     private let log = RecordLog<StateChange<Value>>()
 
     /// How the container feeds this sink: batching, buffer, overflow, retries.
@@ -38,13 +41,13 @@ public final class RecordingSink<Value: Sendable>: StateSink, @unchecked Sendabl
     ///
     /// A failed send records nothing, as a real destination that refused the batch would.
     public func send(_ changes: [StateChange<Value>]) async throws {
-        let error: (any Error)? = lock.withLock {
-            attempts += 1
-            if failuresLeft > 0 {
-                failuresLeft -= 1
-                return failure
+        let error: (any Error)? = sends.withLock { sends in
+            sends.attempts += 1
+            if sends.failuresLeft > 0 {
+                sends.failuresLeft -= 1
+                return sends.failure
             }
-            receivedBatches.append(changes)
+            sends.batches.append(changes)
             log.append(contentsOf: changes)
             return nil
         }
@@ -53,15 +56,15 @@ public final class RecordingSink<Value: Sendable>: StateSink, @unchecked Sendabl
 
     /// Makes the next `count` sends throw `error` (recording nothing), to exercise retries.
     public func failNextSends(_ count: Int, with error: any Error = RecordingSinkFailure()) {
-        lock.withLock {
-            failuresLeft = count
-            failure = error
+        sends.withLock { sends in
+            sends.failuresLeft = count
+            sends.failure = error
         }
     }
 
     /// Every batch accepted so far, in the order received.
     public var batches: [[StateChange<Value>]] {
-        lock.withLock { receivedBatches }
+        sends.withLock { $0.batches }
     }
 
     /// Every change accepted so far, in the order received.
@@ -76,7 +79,7 @@ public final class RecordingSink<Value: Sendable>: StateSink, @unchecked Sendabl
 
     /// How many times ``send(_:)`` was called, failed sends included.
     public var sendCount: Int {
-        lock.withLock { attempts }
+        sends.withLock { $0.attempts }
     }
 
     /// Waits for the next `count` accepted changes, in order, and returns them.

@@ -115,18 +115,17 @@ private func returnsWithin(
 }
 
 /// Resumes a continuation with the first outcome settled.
-private final class FirstOutcome: @unchecked Sendable {
-    private let lock = NSLock()
-    private var continuation: CheckedContinuation<Bool, Never>?
+private final class FirstOutcome: Sendable {
+    private let continuation = LockedBox<CheckedContinuation<Bool, Never>?>(nil)
 
     func arm(_ continuation: CheckedContinuation<Bool, Never>) {
-        lock.withLock { self.continuation = continuation }
+        self.continuation.withLock { $0 = continuation }
     }
 
     func settle(_ outcome: Bool) {
-        let continuation = lock.withLock {
-            defer { self.continuation = nil }
-            return self.continuation
+        let continuation = self.continuation.withLock { continuation in
+            defer { continuation = nil }
+            return continuation
         }
         continuation?.resume(returning: outcome)
     }

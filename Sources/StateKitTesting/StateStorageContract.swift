@@ -139,11 +139,10 @@ private func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) 
 }
 
 /// Failures collected from several threads.
-private final class ConcurrentFailures: @unchecked Sendable {
-    private let lock = NSLock()
-    private var failures: [String] = []
+private final class ConcurrentFailures: Sendable {
+    private let failures = LockedBox<[String]>([])
 
-    func append(_ failure: String) { lock.withLock { failures.append(failure) } }
+    func append(_ failure: String) { failures.withLock { $0.append(failure) } }
 
-    var all: [String] { lock.withLock { failures } }
+    var all: [String] { failures.withLock { $0 } }
 }
