@@ -38,20 +38,24 @@ import Observation
 ///   forgetting the oldest step is O(`limit`).
 /// - Note: All operations on `StateHistory` are thread-safe. It holds its containers; they hold
 ///   nothing of it beyond its subscriptions to them, which end when it is released.
-public final class StateHistory: @unchecked Sendable {
+public final class StateHistory {
     /// Whether there are steps to undo or redo.
     struct Availability: Equatable {
         var canUndo = false
         var canRedo = false
     }
 
+    /// What the history has recorded: the tracked values as it last saw them, and the steps.
+    private struct Record {
+        var last: HistorySnapshot
+        var undoSteps: [HistoryStep] = []
+        var redoSteps: [HistoryStep] = []
+    }
+
     private let containers: [TrackedContainer]
     private let limit: Int
-    private let lock = Lock()
-    /// Guarded by `lock`, as are the stacks.
-    private var last: HistorySnapshot
-    private var undoSteps: [HistoryStep] = []
-    private var redoSteps: [HistoryStep] = []
+    private let record: LockedBox<Record>
+    /// Set once, by `init`.
     private var watches: [Subscription] = []
     private let availability: MonitoredState<Availability>
 
@@ -66,7 +70,7 @@ public final class StateHistory: @unchecked Sendable {
         for container in repeat each containers { tracked.append(TrackedContainer(container)) }
         self.containers = tracked
         self.limit = limit
-        self.last = HistorySnapshot.take(of: tracked)
+        self.record = LockedBox(Record(last: HistorySnapshot.take(of: tracked)))
         self.availability = MonitoredState(
             Availability(), key: "history(\(tracked.map(\.key).joined(separator: ", ")))")
         watches = tracked.indices.map { index in
@@ -112,20 +116,21 @@ public final class StateHistory: @unchecked Sendable {
     /// A tracked container changed: record what changed since the last snapshot as one step.
     private func containersChanged() {
         let delivery = DeferredDelivery.begin()
-        lock.lock()
-        let now = HistorySnapshot.take(of: containers)
-        var changes: [HistoryStep.Change] = []
-        for index in containers.indices where now.versions[index] != last.versions[index] {
-            changes.append(HistoryStep.Change(index: index, before: last.values[index], after: now.values[index]))
+        record.withLock { record in
+            let now = HistorySnapshot.take(of: containers)
+            var changes: [HistoryStep.Change] = []
+            for index in containers.indices where now.versions[index] != record.last.versions[index] {
+                changes.append(
+                    HistoryStep.Change(index: index, before: record.last.values[index], after: now.values[index]))
+            }
+            if !changes.isEmpty {
+                record.undoSteps.append(HistoryStep(changes: changes))
+                if record.undoSteps.count > limit { record.undoSteps.removeFirst() }
+                record.redoSteps.removeAll()
+                record.last = now
+                publishAvailability(of: record)
+            }
         }
-        if !changes.isEmpty {
-            undoSteps.append(HistoryStep(changes: changes))
-            if undoSteps.count > limit { undoSteps.removeFirst() }
-            redoSteps.removeAll()
-            last = now
-            publishAvailabilityLocked()
-        }
-        lock.unlock()
         delivery.end()
     }
 
@@ -134,65 +139,71 @@ public final class StateHistory: @unchecked Sendable {
     /// dropped.
     private func tookOutsideChange(of index: Int) {
         let delivery = DeferredDelivery.begin()
-        lock.lock()
-        let now = HistorySnapshot.take(of: containers)
-        if now.versions[index] != last.versions[index] {
-            last.values[index] = now.values[index]
-            last.versions[index] = now.versions[index]
-            undoSteps.removeAll { step in step.changes.contains { $0.index == index } }
-            redoSteps.removeAll { step in step.changes.contains { $0.index == index } }
-            publishAvailabilityLocked()
+        record.withLock { record in
+            let now = HistorySnapshot.take(of: containers)
+            if now.versions[index] != record.last.versions[index] {
+                record.last.values[index] = now.values[index]
+                record.last.versions[index] = now.versions[index]
+                record.undoSteps.removeAll { step in step.changes.contains { $0.index == index } }
+                record.redoSteps.removeAll { step in step.changes.contains { $0.index == index } }
+                publishAvailability(of: record)
+            }
         }
-        lock.unlock()
         delivery.end()
     }
 
     private func move(
-        from source: ReferenceWritableKeyPath<StateHistory, [HistoryStep]>,
-        to destination: ReferenceWritableKeyPath<StateHistory, [HistoryStep]>,
+        from source: WritableKeyPath<Record, [HistoryStep]>,
+        to destination: WritableKeyPath<Record, [HistoryStep]>,
         applying side: KeyPath<HistoryStep.Change, Any>
     ) -> Bool {
         let delivery = DeferredDelivery.begin()
         defer { delivery.end() }
-        lock.lock()
-        defer { lock.unlock() }
-        guard let step = self[keyPath: source].last else { return false }
-        // The versions the step's containers had when the transaction that moves them committed.
-        var firstVersions: [UInt64] = []
-        do {
-            try withStateTransaction {
-                TransactionLog.current!.takeUnretainedValue().origin = side == \.before ? .undo : .redo
-                for change in step.changes { try containers[change.index].write(change[keyPath: side]) }
-                let log = TransactionLog.current!.takeUnretainedValue()
-                firstVersions = step.changes.map { log.firstVersion(of: containers[$0.index].id)! }
+        return record.withLock { record in
+            guard let step = record[keyPath: source].last else { return false }
+            // The versions the step's containers had when the transaction that moves them committed.
+            var firstVersions: [UInt64] = []
+            do {
+                try withStateTransaction {
+                    TransactionLog.current!.takeUnretainedValue().origin = side == \.before ? .undo : .redo
+                    for change in step.changes { try containers[change.index].write(change[keyPath: side]) }
+                    let log = TransactionLog.current!.takeUnretainedValue()
+                    firstVersions = step.changes.map { log.firstVersion(of: containers[$0.index].id)! }
+                }
+            } catch let rejection as RejectedWriteError {
+                rejection.report()
+                return false
+            } catch {
+                preconditionFailure("StateHistory: unexpected error \(error)")
             }
-        } catch let rejection as RejectedWriteError {
-            rejection.report()
-            return false
-        } catch {
-            preconditionFailure("StateHistory: unexpected error \(error)")
+            record[keyPath: source].removeLast()
+            record[keyPath: destination].append(step)
+            // The transaction's changes are delivered after `delivery.end()`: by then this snapshot
+            // includes them, so they are not recorded as a step. A write another thread made after
+            // the commit is not the undo's: the snapshot keeps the undo's own result for that
+            // container, so the write is recorded as a step of its own (and clears the redo steps)
+            // instead of being folded into the undo, where a redo would overwrite it.
+            var snapshot = HistorySnapshot.take(of: containers)
+            for (change, firstVersion) in zip(step.changes, firstVersions)
+            where snapshot.versions[change.index] > firstVersion &+ 1 {
+                snapshot.versions[change.index] = firstVersion &+ 1
+                snapshot.values[change.index] = change[keyPath: side]
+            }
+            record.last = snapshot
+            publishAvailability(of: record)
+            return true
         }
-        self[keyPath: source].removeLast()
-        self[keyPath: destination].append(step)
-        // The transaction's changes are delivered after `delivery.end()`: by then this snapshot
-        // includes them, so they are not recorded as a step. A write another thread made after
-        // the commit is not the undo's: the snapshot keeps the undo's own result for that
-        // container, so the write is recorded as a step of its own (and clears the redo steps)
-        // instead of being folded into the undo, where a redo would overwrite it.
-        var snapshot = HistorySnapshot.take(of: containers)
-        for (change, firstVersion) in zip(step.changes, firstVersions)
-        where snapshot.versions[change.index] > firstVersion &+ 1 {
-            snapshot.versions[change.index] = firstVersion &+ 1
-            snapshot.values[change.index] = change[keyPath: side]
-        }
-        last = snapshot
-        publishAvailabilityLocked()
-        return true
     }
 
-    private func publishAvailabilityLocked() {
-        availability.modify(Availability(canUndo: !undoSteps.isEmpty, canRedo: !redoSteps.isEmpty))
+    /// Publishes whether `record` has steps to undo and redo; called inside `record`'s lock.
+    private func publishAvailability(of record: Record) {
+        availability.modify(Availability(canUndo: !record.undoSteps.isEmpty, canRedo: !record.redoSteps.isEmpty))
     }
 }
+
+/// Sendable by hand: the tracked containers' type-erased closures and values (`Any`) are not
+/// `Sendable` types, since a ``MonitoredState``'s value need not be. After `init`, the history calls
+/// them, and touches the values, only inside `record`'s lock.
+extension StateHistory: @unchecked Sendable {}
 
 extension StateHistory: Observable {}
