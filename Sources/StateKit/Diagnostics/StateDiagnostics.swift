@@ -58,14 +58,13 @@ public struct StateDiagnostic: Sendable, CustomStringConvertible {
 ///
 /// - Note: All operations on `StateDiagnostics` are thread-safe.
 public enum StateDiagnostics {
-    private static let lock = Lock()
-    nonisolated(unsafe) private static var currentHandler: @Sendable (StateDiagnostic) -> Void = standardError
+    private static let currentHandler = LockedBox<@Sendable (StateDiagnostic) -> Void>(standardError)
     private static let currentMaximumChainDepth = Atomic<Int>(100_000)
 
     /// Receives every diagnostic. The default prints ``StateDiagnostic/description`` to standard error.
     public static var handler: @Sendable (StateDiagnostic) -> Void {
-        get { lock.withLock { currentHandler } }
-        set { lock.withLock { currentHandler = newValue } }
+        get { currentHandler.withLock { $0 } }
+        set { currentHandler.withLock { $0 = newValue } }
     }
 
     /// How many handler-triggered writes may follow one another before StateKit calls it a cycle.
