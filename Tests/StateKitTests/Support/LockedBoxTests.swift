@@ -6,7 +6,7 @@ import Testing
 // `StateKit.` because the test target declares a `LockedBox` of its own (DeliveryBoundsTests).
 @Suite(.timeLimit(.minutes(1))) struct LockedBoxTests {
     @Test func incrementsFromManyThreadsAreCountedExactly() {
-        let count = StateKit.LockedBox(0)
+        let count = LockedBox(0)
         DispatchQueue.concurrentPerform(iterations: 8) { _ in
             for _ in 0..<10_000 { count.withLock { $0 += 1 } }
         }
@@ -14,7 +14,7 @@ import Testing
     }
 
     @Test func withLockReturnsWhatTheBodyReturns() {
-        let box = StateKit.LockedBox([1, 2])
+        let box = LockedBox([1, 2])
         let size = box.withLock { values in
             values.append(3)
             return values.count
@@ -25,7 +25,7 @@ import Testing
 
     @Test func aThrowingBodyRethrowsAndReleasesTheLock() {
         struct Refused: Error {}
-        let box = StateKit.LockedBox(0)
+        let box = LockedBox(0)
         #expect(throws: Refused.self) {
             try box.withLock { value in
                 value = 1
@@ -34,7 +34,7 @@ import Testing
         }
         // Another thread takes the lock: were it still held, the wait would time out, not hang.
         let done = DispatchSemaphore(value: 0)
-        let seen = StateKit.LockedBox(-1)
+        let seen = LockedBox(-1)
         DispatchQueue.global().async {
             let value = box.withLock { $0 }
             seen.withLock { $0 = value }

@@ -279,17 +279,3 @@ import Testing
         subscription.cancel()
     }
 }
-
-/// A value behind a lock, for test bookkeeping.
-final class LockedBox<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-
-    init(_ value: Value) {
-        self.value = value
-    }
-
-    func withLock<Result>(_ body: (inout Value) -> Result) -> Result {
-        lock.withLock { body(&value) }
-    }
-}
