@@ -1,5 +1,6 @@
 import Foundation
 import StateKit
+import StateKitHTTP
 
 // A child process for the durable outbox's crash test (see DurableOutboxTests):
 //   statekit-sinks-helper outbox-write <log> <key> <count>
@@ -35,6 +36,10 @@ import StateKit
 //     saved offline, nothing sent), request-sent (the PUT of orange reached the server, its answer
 //     is never heard), answer-received (the answer came and the ETag is being read back, before
 //     the sync record is saved: only with a server that sends no ETag with a PUT, Apache).
+//   statekit-sinks-helper sync-count <outbox> <key> <url> <client-wins|server-wins> <authorization>
+//     an Int container without storage synced to <url> through a DurableOutbox at <outbox>: waits
+//     for its load at start, prints "counting from <value>", then adds 1 every millisecond until
+//     killed (see OutboxRelaunchTests).
 //   statekit-sinks-helper measure-modify - - <writes>
 //     prints the writer's modify latency with no sink and with a sink that takes 200 ms per batch
 //     (a measurement, not a test; build with -c release).
@@ -186,6 +191,21 @@ case "sync-kill-at" where arguments.count == 7:
     let network = SyncNetwork(authorization: arguments[6])
     let state = syncedPaint(directory: arguments[2], key: key, url: arguments[4], network: network, outbox: nil)
     await stop(at: step, state, key: key, directory: arguments[2], network: network)
+case "sync-count" where arguments.count == 7:
+    let authorization = arguments[6] == "-" ? nil : arguments[6]
+    let sink = HTTPSyncSink<Int>(
+        endpoint: URL(string: arguments[4])!, timeout: .seconds(10),
+        conflictPolicy: arguments[5] == "client-wins" ? .clientWins : .serverWins
+    ) { request in
+        if let authorization { request.setValue(authorization, forHTTPHeaderField: "Authorization") }
+    }
+    let state = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: sink) }
+    try? await state.refresh()
+    FileHandle.standardOutput.write(Data("counting from \(state.value)\n".utf8))
+    while getppid() == parent {
+        state.modify { $0 += 1 }
+        usleep(1_000)
+    }
 case "measure-modify":
     await ModifyLatency.run(writes: Int(arguments[4]) ?? 100_000)
 default:

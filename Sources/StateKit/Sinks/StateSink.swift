@@ -95,6 +95,8 @@ extension NamedSink: LogBackedSink where Base: LogBackedSink {
 
     var lastRecordedVersion: UInt64 { base.lastRecordedVersion }
 
+    var newestChange: StateChange<Base.Value>? { base.newestChange }
+
     var logFileURL: URL { base.logFileURL }
 
     func release() {

@@ -36,8 +36,9 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
     /// Creates a container holding `defaultValue` whose changes go to `sinks`.
     ///
     /// When a sink is a ``DurableOutbox`` holding changes from an earlier run, they are delivered
-    /// first, and the container's ``State/version`` continues after the last version the outbox
-    /// recorded, so idempotency keys stay unique across restarts. Without one, versions start at 0
+    /// first, the container starts from the newest value the outbox logged (not `defaultValue`),
+    /// and its ``State/version`` continues after the last version the outbox recorded, so
+    /// idempotency keys stay unique across restarts. Without one, versions start at 0
     /// and the changes handed to sinks carry a random ``StateChange/instance`` instead, so their
     /// ``StateChange/idempotencyKey``s never repeat either.
     ///
@@ -91,8 +92,12 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
         super.init(defaultValue, key: key, joining: persistence?.cell)
         persistence?.add(self)
         let logs = openings.compactMap { $0?.log }
+        // Without storage, the outbox's log is where the value lives: a launch starts from the
+        // newest change it logged, never from the default, which it would then send as an edit.
+        let restored = persistence == nil ? logs.compactMap { $0.newestChange }.max { $0.version < $1.version } : nil
         lock.withLock {
             storedVersion = max(storedVersion, lastVersion)
+            if let restored { storedValue = restored.newValue }
             records?.start(atVersion: storedVersion)
             if !logs.isEmpty || records != nil {
                 // The key's other synced containers, sharing its cell, may log their own outboxes.

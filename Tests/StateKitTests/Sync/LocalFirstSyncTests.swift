@@ -211,12 +211,11 @@ import FoundationNetworking
     /// `If-None-Match: *`, nothing discarded, counted as sent once.
     private func expectOrangeSent(
         _ state: SyncedState<Paint>, _ network: SimulatedNetwork, _ server: RealHTTPServer, _ url: URL,
-        _ key: String, onETag etag: String, checksValue: Bool = true,
-        sourceLocation: SourceLocation = #_sourceLocation
+        _ key: String, onETag etag: String, sourceLocation: SourceLocation = #_sourceLocation
     ) async throws {
         #expect(await state.flush(timeout: .seconds(20)), sourceLocation: sourceLocation)
         #expect(try await serverValue(server, url) == Self.orange, sourceLocation: sourceLocation)
-        if checksValue { #expect(state.value == Self.orange, sourceLocation: sourceLocation) }
+        #expect(state.value == Self.orange, sourceLocation: sourceLocation)
         let requests = network.requests.all
         #expect(network.puts.map(\.ifMatch) == [etag], "\(requests)", sourceLocation: sourceLocation)
         #expect(requests.allSatisfy { $0.ifNoneMatch != "*" }, "\(requests)", sourceLocation: sourceLocation)
@@ -440,13 +439,14 @@ import FoundationNetworking
             }
             await eventually("the offline launch's sink to stop") { releasedNetwork == nil }
 
-            // The container keeps no value, so its outbox delivers the change it logged: the
-            // logged value, on the ETag remembered beside the outbox. Before, the relaunch sent
-            // the container's default value, or, knowing no ETag, created with If-None-Match: *,
-            // was refused, and .serverWins dropped the edit.
+            // The container keeps no value of its own: it starts from the newest change its outbox
+            // logged, and the outbox delivers it on the ETag remembered beside the log. Before,
+            // the relaunch sent the container's default value, or, knowing no ETag, created with
+            // If-None-Match: *, was refused, and .serverWins dropped the edit.
             let network = SimulatedNetwork()
             let state = launch(key, outbox: outbox, sink(server, url, network))
-            try await expectOrangeSent(state, network, server, url, key, onETag: tealETag, checksValue: false)
+            #expect(state.value == Self.orange)
+            try await expectOrangeSent(state, network, server, url, key, onETag: tealETag)
             #expect(network.puts.map(\.body) == [Self.orange], "\(network.requests.all)")
         }
     }

@@ -34,8 +34,10 @@ import Foundation
 ///   (``StateDiagnostic/Kind/outboxUnreadable``).
 /// - **Crashes, not power loss**, unless `synchronizesEachRecord` is `true` (an `fsync` per change).
 ///
-/// The outbox does not restore the container's value (that is persistence's job), only its version.
-/// Around a remote-sync sink in a container without storage, it keeps the sink's ``SyncRecord``
+/// For a container without storage, the log is where its value lives: it keeps the newest change
+/// even once delivered, and the next launch starts from that value and version, never from the
+/// default (which it would otherwise hand to a remote sink as a local edit). A persisted container
+/// takes its value from storage. Around a remote-sync sink in a container without storage, it keeps the sink's ``SyncRecord``
 /// beside its log (`<key>.sync-record.json`), so a replayed change goes out on the `ETag` it was
 /// made against.
 /// It logs each change on the writer's thread, under the container's lock: writes to an outboxed
@@ -129,6 +131,10 @@ extension DurableOutbox: LogBackedSink {
         lock.withLock { attachment }?.log.lastRecordedVersion ?? 0
     }
 
+    var newestChange: StateChange<Wrapped.Value>? {
+        lock.withLock { attachment }?.log.newestChange
+    }
+
     var logFileURL: URL { fileURL }
 
     func release() {
@@ -157,6 +163,8 @@ protocol LogBackedSink<Value>: StateSink {
     func changes(from version: UInt64, maximumCount: Int) -> [StateChange<Value>]
     /// The last version logged.
     var lastRecordedVersion: UInt64 { get }
+    /// The newest change logged, delivered or not; see ``OutboxLog/newestChange``.
+    var newestChange: StateChange<Value>? { get }
     /// The log's file: a container without storage keeps its sync records beside it.
     var logFileURL: URL { get }
     /// Tells the log its container was released, so another may take it over.

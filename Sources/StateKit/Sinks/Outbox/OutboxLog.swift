@@ -21,6 +21,8 @@ import Darwin
 /// - Records are only appended. The file is rewritten (atomically) only when opened, after every
 ///   record it could not trust was copied to a set-aside file, and when every recorded change is
 ///   acknowledged, so a rewrite never drops a change still to deliver.
+/// - A rewrite keeps the newest change, acknowledged or not: for a container without storage the
+///   log is where its value lives, and a relaunch starts from it (``newestChange``).
 /// - A failed append is cut off again (`ftruncate`), or, if that fails too, the next record starts
 ///   on a new line, so a torn record never swallows the next one. A change whose append failed is
 ///   kept in memory (``unloggedLimit``) so a pipeline reading the log back still finds it.
@@ -54,6 +56,8 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
     private var endOffset: UInt64 = 0
     private var positions = FIFOQueue<Position>()
     private var unlogged: [UInt64: StateChange<Value>] = [:]
+    /// The newest change recorded, and its record's line as the file holds it.
+    private var newest: (change: StateChange<Value>, line: Data)?
     private var lastRecorded: UInt64 = 0
     private var lastAcknowledged: UInt64 = 0
     private var recordsSinceCompaction = 0
@@ -135,6 +139,10 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
 
     var lastRecordedVersion: UInt64 { lock.withLock { lastRecorded } }
 
+    /// The newest change recorded, delivered or not: the value a container without storage had
+    /// when it last wrote, which its next launch starts from.
+    var newestChange: StateChange<Value>? { lock.withLock { newest?.change } }
+
     var lastAcknowledgedVersion: UInt64 { lock.withLock { lastAcknowledged } }
 
     /// Whether each record is forced to stable storage; set when any owner asked for it.
@@ -150,9 +158,11 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
         lock.withLock {
             lastRecorded = change.version
             guard let handle, let line = encode(LogRecord(change: change)) else {
+                newest = (change, Data())
                 keepUnlogged(change)
                 return
             }
+            newest = (change, line)
             if let offset = append(line, to: handle) {
                 positions.append(Position(version: change.version, offset: offset))
             } else {
@@ -229,11 +239,12 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
         }
     }
 
-    /// Rewrites the file as one acknowledgement record, once everything recorded is acknowledged.
+    /// Rewrites the file as one acknowledgement record and the newest change, once everything
+    /// recorded is acknowledged.
     private func compactLocked() -> Bool {
-        guard let header = encode(LogRecord(acknowledged: lastAcknowledged)), replaceFile(with: header) else {
-            return false
-        }
+        guard var header = encode(LogRecord(acknowledged: lastAcknowledged)) else { return false }
+        if let newest, !newest.line.isEmpty { header.append(newest.line) }
+        guard replaceFile(with: header) else { return false }
         positions.removeAll()
         return true
     }
@@ -315,6 +326,7 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
         var pending: [(change: StateChange<Value>, line: Data)] = []
         var acknowledged: UInt64 = 0
         var highest: UInt64 = 0
+        var newestSeen: (change: StateChange<Value>, line: Data)?
         var rejected: [(line: Int, bytes: Data, reason: String)] = []
         let lines = data.split(separator: 0x0A, omittingEmptySubsequences: false)
         for (index, line) in lines.enumerated() where !line.isEmpty {
@@ -335,6 +347,7 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
                     continue
                 }
                 highest = max(highest, change.version)
+                if change.version >= (newestSeen?.change.version ?? 0) { newestSeen = (change, Data(line) + [0x0A]) }
                 if change.version > acknowledged && change.version > (pending.last?.change.version ?? 0) {
                     pending.append((change, Data(line)))
                 }
@@ -350,6 +363,7 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
             }
         }
         pending.removeAll { $0.change.version <= acknowledged }
+        newest = newestSeen
         lastRecorded = highest
         lastAcknowledged = pending.isEmpty ? highest : acknowledged
         let isSetAside = rejected.isEmpty || setAside(rejected)
@@ -367,6 +381,8 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
             return true
         }
         var rewritten = encode(LogRecord(acknowledged: lastAcknowledged)) ?? Data()
+        // The newest change stays in the file even when it was delivered (see ``newestChange``).
+        if pending.isEmpty, let newestSeen { rewritten.append(newestSeen.line) }
         var positions: [Position] = []
         for (change, line) in pending {
             positions.append(Position(version: change.version, offset: UInt64(rewritten.count)))

@@ -11,6 +11,26 @@ import Testing
         return directory
     }
 
+    /// For a container without storage the log is where its value lives: once everything is
+    /// delivered and the log compacted (every 256 records), and again when it is reopened, it
+    /// still holds the newest change, which the next launch starts from.
+    @Test func aLaunchStartsFromTheNewestChangeEvenWhenEverythingWasDeliveredAndCompacted() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let log = directory.appending(path: "state.outbox")
+        let key = uniqueKey()
+        for launch in 1...3 {
+            let state = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: ClosureSink<Int> { _ in }) }
+            #expect(state.value == (launch - 1) * 300, "launch \(launch) started from \(state.value)")
+            #expect(state.version == UInt64((launch - 1) * 300))
+            for _ in 1...300 { state.modify { $0 += 1 } }
+            await state.flush()
+            #expect(state.statistics[0].pending == 0)
+        }
+        let records = try Data(contentsOf: log).split(separator: 0x0A).count
+        #expect(records < 300, "the log was not compacted: \(records) records")
+    }
+
     @Test(arguments: [false, true])
     func changesOfAKilledWriterArriveExactlyOnceInOrderAfterRestart(withTornTail: Bool) async throws {
         let directory = try temporaryDirectory()

@@ -1,0 +1,91 @@
+import Foundation
+import StateKit
+import StateKitHTTP
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A synced container without storage keeps its value in its outbox's log (semantics 20): a
+/// relaunch, after a kill -9 while it was writing, starts from the newest logged value and version,
+/// and never sends its default value over the server's data. Against the real servers.
+@Suite(.timeLimit(.minutes(3)), .serialized) struct OutboxRelaunchTests {
+    enum Policy: String, CaseIterable, Sendable {
+        case clientWins = "client-wins"
+        case serverWins = "server-wins"
+    }
+
+    static let cases: [(RealHTTPServer.Kind, Policy)] = RealHTTPServer.Kind.allCases.flatMap { kind in
+        Policy.allCases.map { (kind, $0) }
+    }
+
+    init() { DiagnosticsRecorder.start() }
+
+    @Test(arguments: cases)
+    func aRelaunchAfterAKillWhileWritingStartsFromTheLoggedValueAndNeverSendsTheDefault(
+        kind: RealHTTPServer.Kind, policy: Policy
+    ) async throws {
+        guard let server = try await RealHTTPServer.start(kind) else { return }
+        let directory = TemporaryDirectory()
+        defer {
+            server.stop()
+            directory.cleanUp()
+        }
+        try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
+        let url = server.resource()
+        let key = uniqueKey("counter")
+        let outbox = directory.url.appending(path: "counter.outbox")
+
+        let child = try await SinksHelper.launch([
+            "sync-count", outbox.path, key, url.absoluteString, policy.rawValue, server.headers["Authorization"] ?? "-",
+        ])
+        #expect(child.firstLine == "counting from 0")
+        // Killed while it writes, once the server holds some of its changes.
+        var reached = 0
+        let deadline = ContinuousClock.now + .seconds(30)
+        while reached < 100 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+            reached = try await serverValue(server, url) ?? 0
+        }
+        await child.kill()
+        #expect(reached >= 100, "the server never held 100")
+        let heldAtTheKill = try await serverValue(server, url) ?? 0
+
+        let state = SyncedState(0, key: key) {
+            DurableOutbox(fileURL: outbox, wrapping: sink(server, url, policy))
+        }
+        let restored = state.value
+        #expect(restored >= heldAtTheKill, "the relaunch started from \(restored), the server held \(heldAtTheKill)")
+        #expect(state.version >= UInt64(restored))
+        #expect(await state.flush(timeout: .seconds(20)))
+        let held = try await serverValue(server, url)
+        #expect(held == state.value, "diverged: the server holds \(held ?? -1), the container \(state.value)")
+        #expect(held != 0, "the default value reached the server")
+        #expect((held ?? 0) >= heldAtTheKill)
+        if policy == .clientWins { #expect(held == restored) }
+    }
+
+    private func sink(_ server: RealHTTPServer, _ url: URL, _ policy: Policy) -> HTTPSyncSink<Int> {
+        let headers = server.headers
+        return HTTPSyncSink(
+            endpoint: url, timeout: .seconds(10), conflictPolicy: policy == .clientWins ? .clientWins : .serverWins
+        ) { request in
+            for (field, value) in headers { request.setValue(value, forHTTPHeaderField: field) }
+        }
+    }
+
+    /// What the server holds. Wsgidav serves a file while a PUT rewrites it, so a read that races
+    /// one may come back cut short: it is read again.
+    private func serverValue(_ server: RealHTTPServer, _ url: URL) async throws -> Int? {
+        for attempt in 1... {
+            do {
+                let (status, body, _) = try await server.request("GET", url)
+                return status == 200 ? try JSONDecoder().decode(Int.self, from: body) : nil
+            } catch  where attempt < 5 {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        return nil
+    }
+}
