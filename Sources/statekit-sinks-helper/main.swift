@@ -36,10 +36,10 @@ import StateKitHTTP
 //     saved offline, nothing sent), request-sent (the PUT of orange reached the server, its answer
 //     is never heard), answer-received (the answer came and the ETag is being read back, before
 //     the sync record is saved: only with a server that sends no ETag with a PUT, Apache).
-//   statekit-sinks-helper sync-count <outbox> <key> <url> <client-wins|server-wins> <authorization>
-//     an Int container without storage synced to <url> through a DurableOutbox at <outbox>: waits
-//     for its load at start, prints "counting from <value>", then adds 1 every millisecond until
-//     killed (see OutboxRelaunchTests).
+//   statekit-sinks-helper sync-count <outbox> <key> <url> <client-wins|server-wins> <authorization> [<directory>]
+//     an Int container synced to <url> through a DurableOutbox at <outbox>, persisted in file
+//     storage at <directory> when given: waits for its load at start, prints "counting from
+//     <value>", then adds 1 every millisecond until killed (see OutboxRelaunchTests).
 //   statekit-sinks-helper measure-modify - - <writes>
 //     prints the writer's modify latency with no sink and with a sink that takes 200 ms per batch
 //     (a measurement, not a test; build with -c release).
@@ -191,7 +191,7 @@ case "sync-kill-at" where arguments.count == 7:
     let network = SyncNetwork(authorization: arguments[6])
     let state = syncedPaint(directory: arguments[2], key: key, url: arguments[4], network: network, outbox: nil)
     await stop(at: step, state, key: key, directory: arguments[2], network: network)
-case "sync-count" where arguments.count == 7:
+case "sync-count" where arguments.count == 7 || arguments.count == 8:
     let authorization = arguments[6] == "-" ? nil : arguments[6]
     let sink = HTTPSyncSink<Int>(
         endpoint: URL(string: arguments[4])!, timeout: .seconds(10),
@@ -199,7 +199,11 @@ case "sync-count" where arguments.count == 7:
     ) { request in
         if let authorization { request.setValue(authorization, forHTTPHeaderField: "Authorization") }
     }
-    let state = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: sink) }
+    let outbox = DurableOutbox(fileURL: log, wrapping: sink)
+    let state =
+        arguments.count == 8
+        ? SyncedState(0, key: key, storage: .file(URL(fileURLWithPath: arguments[7])), sinks: [outbox])
+        : SyncedState(0, key: key, sinks: [outbox])
     try? await state.refresh()
     FileHandle.standardOutput.write(Data("counting from \(state.value)\n".utf8))
     while getppid() == parent {

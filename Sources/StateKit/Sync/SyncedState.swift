@@ -92,12 +92,17 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
         super.init(defaultValue, key: key, joining: persistence?.cell)
         persistence?.add(self)
         let logs = openings.compactMap { $0?.log }
-        // Without storage, the outbox's log is where the value lives: a launch starts from the
-        // newest change it logged, never from the default, which it would then send as an edit.
-        let restored = persistence == nil ? logs.compactMap { $0.newestChange }.max { $0.version < $1.version } : nil
+        // The outbox logged every change before its writer returned: a launch starts from the
+        // newest. Without storage the log is where the value lives (the default would be sent as an
+        // edit); with storage, a kill may have come before the newest value was saved, while the
+        // outbox still delivers it.
+        let restored = logs.compactMap { $0.newestChange }.max { $0.version < $1.version }
+        if let restored, let persistence {
+            _ = persistence.adoptAtLaunch(restored.newValue, version: lastVersion, by: self)
+        }
         lock.withLock {
             storedVersion = max(storedVersion, lastVersion)
-            if let restored { storedValue = restored.newValue }
+            if let restored, persistence == nil { storedValue = restored.newValue }
             records?.start(atVersion: storedVersion)
             if !logs.isEmpty || records != nil {
                 // The key's other synced containers, sharing its cell, may log their own outboxes.

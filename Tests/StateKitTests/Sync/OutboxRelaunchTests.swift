@@ -7,24 +7,26 @@ import Testing
 import FoundationNetworking
 #endif
 
-/// A synced container without storage keeps its value in its outbox's log (semantics 20): a
-/// relaunch, after a kill -9 while it was writing, starts from the newest logged value and version,
-/// and never sends its default value over the server's data. Against the real servers.
+/// A synced container behind a durable outbox, killed with kill -9 while it writes (semantics 20):
+/// the relaunch starts from the newest value the outbox logged (for a container without storage
+/// the log is where its value lives; for a persisted one, storage may not have saved it yet),
+/// never sends its default over the server's data, and storage, container and server converge
+/// on one value. Against the real servers.
 @Suite(.timeLimit(.minutes(3)), .serialized) struct OutboxRelaunchTests {
     enum Policy: String, CaseIterable, Sendable {
         case clientWins = "client-wins"
         case serverWins = "server-wins"
     }
 
-    static let cases: [(RealHTTPServer.Kind, Policy)] = RealHTTPServer.Kind.allCases.flatMap { kind in
-        Policy.allCases.map { (kind, $0) }
+    static let cases: [(RealHTTPServer.Kind, Policy, Bool)] = RealHTTPServer.Kind.allCases.flatMap { kind in
+        Policy.allCases.flatMap { policy in [false, true].map { (kind, policy, $0) } }
     }
 
     init() { DiagnosticsRecorder.start() }
 
     @Test(arguments: cases)
-    func aRelaunchAfterAKillWhileWritingStartsFromTheLoggedValueAndNeverSendsTheDefault(
-        kind: RealHTTPServer.Kind, policy: Policy
+    func aRelaunchAfterAKillWhileWritingStartsFromTheLoggedValueAndConverges(
+        kind: RealHTTPServer.Kind, policy: Policy, persisted: Bool
     ) async throws {
         guard let server = try await RealHTTPServer.start(kind) else { return }
         let directory = TemporaryDirectory()
@@ -36,10 +38,13 @@ import FoundationNetworking
         let url = server.resource()
         let key = uniqueKey("counter")
         let outbox = directory.url.appending(path: "counter.outbox")
+        let storage = directory.url.appending(path: "values")
 
-        let child = try await SinksHelper.launch([
-            "sync-count", outbox.path, key, url.absoluteString, policy.rawValue, server.headers["Authorization"] ?? "-",
-        ])
+        let child = try await SinksHelper.launch(
+            [
+                "sync-count", outbox.path, key, url.absoluteString, policy.rawValue,
+                server.headers["Authorization"] ?? "-",
+            ] + (persisted ? [storage.path] : []))
         #expect(child.firstLine == "counting from 0")
         // Killed while it writes, once the server holds some of its changes.
         var reached = 0
@@ -52,9 +57,10 @@ import FoundationNetworking
         #expect(reached >= 100, "the server never held 100")
         let heldAtTheKill = try await serverValue(server, url) ?? 0
 
-        let state = SyncedState(0, key: key) {
-            DurableOutbox(fileURL: outbox, wrapping: sink(server, url, policy))
-        }
+        let sinks: [any StateSink<Int>] = [DurableOutbox(fileURL: outbox, wrapping: sink(server, url, policy))]
+        let state =
+            persisted
+            ? SyncedState(0, key: key, storage: .file(storage), sinks: sinks) : SyncedState(0, key: key, sinks: sinks)
         let restored = state.value
         #expect(restored >= heldAtTheKill, "the relaunch started from \(restored), the server held \(heldAtTheKill)")
         #expect(state.version >= UInt64(restored))
@@ -64,6 +70,10 @@ import FoundationNetworking
         #expect(held != 0, "the default value reached the server")
         #expect((held ?? 0) >= heldAtTheKill)
         if policy == .clientWins { #expect(held == restored) }
+        if persisted {
+            let stored = try #require(try FileStateStorage.file(storage).load(forKey: key))
+            #expect(try JSONDecoder().decode(Int.self, from: stored) == state.value, "storage diverged")
+        }
     }
 
     private func sink(_ server: RealHTTPServer, _ url: URL, _ policy: Policy) -> HTTPSyncSink<Int> {

@@ -51,6 +51,38 @@ import Testing
         }
     }
 
+    /// The state a kill -9 right after a write returns leaves: the outbox logged 5, storage still
+    /// holds 3 (its save never ran). The relaunch starts from 5 and saves it, so storage, container
+    /// and what the outbox delivers converge; before, the container kept 3 while the server got 5.
+    @Test(arguments: [false, true])
+    func aRelaunchTakesTheLoggedValueThatStorageNeverSaved(delivered: Bool) async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let key = uniqueKey()
+        let outbox = directory.url.appending(path: "count.outbox")
+        let received = RecordingSink<Int>()
+        do {
+            // Undelivered: a sink that never answers, so the log keeps 1...5 pending.
+            let sink = ClosureSink<Int> { _ in if !delivered { try await Task.sleep(for: .seconds(3_600)) } }
+            // The same files under another name, so that the relaunch below gets a cell of its own
+            // and loads what the files hold, as a new process would.
+            let state = SyncedState(
+                0, key: key, storage: Relocated(base: .file(directory.url)),
+                sinks: [DurableOutbox(fileURL: outbox, wrapping: sink)])
+            for value in 1...5 { state ~> value }
+            #expect(await state.flush(timeout: .milliseconds(delivered ? 10_000 : 100)) == delivered)
+        }
+        try FileStateStorage.file(directory.url).save(Data("3".utf8), forKey: key)
+
+        let relaunched = SyncedState(
+            0, key: key, storage: .file(directory.url), sinks: [DurableOutbox(fileURL: outbox, wrapping: received)])
+        #expect(relaunched.value == 5)
+        await relaunched.flush()
+        let stored = try #require(try FileStateStorage.file(directory.url).load(forKey: key))
+        #expect(try JSONDecoder().decode(Int.self, from: stored) == 5)
+        #expect(received.values.last ?? 5 == 5)
+    }
+
     @Test func itSharesItsValueWithAPersistedStateOfTheSameKey() async throws {
         let storage = InMemoryStateStorage()
         let key = uniqueKey()
@@ -120,6 +152,26 @@ final class SlowStorage: StateStorage {
         }
         if isFirst { throw CocoaError(.fileWriteUnknown) }
         Thread.sleep(forTimeInterval: delay)
+        try base.save(data, forKey: key)
+    }
+
+    func remove(forKey key: String) throws {
+        try base.remove(forKey: key)
+    }
+}
+
+/// Another storage's files under another location, so that the registry gives its containers a
+/// cell of their own: a stand-in for the same files seen from another process.
+struct Relocated: StateStorage {
+    let base: FileStateStorage
+
+    var location: String { "relocated:" + base.location }
+
+    func load(forKey key: String) throws -> Data? {
+        try base.load(forKey: key)
+    }
+
+    func save(_ data: Data, forKey key: String) throws {
         try base.save(data, forKey: key)
     }
 

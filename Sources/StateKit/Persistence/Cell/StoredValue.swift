@@ -126,6 +126,24 @@ final class StoredValue<Value>: RetirableStoredValue, @unchecked Sendable {
         if savesInline { checkStorage(isSettled: false) }
     }
 
+    /// Takes `value` as the cell's own, as loaded, and saves it: a value newer than storage found
+    /// at launch (a synced container's outbox logged it before the process was killed, and its save
+    /// never ran). Only while `member` is the cell's one container, so that nobody has seen the
+    /// value it replaces. The cell's version becomes at least `version`, so that the save sees a
+    /// version newer than the one saved. Returns whether it did.
+    func adoptAtLaunch(_ value: Value, version: UInt64, by member: State<Value>) -> Bool {
+        let isOnlyMember = lock.withLock {
+            members.allSatisfy { $0.container == nil || $0.container === member }
+        }
+        guard isOnlyMember else { return false }
+        cell.lock.withLock {
+            cell.storedValue = value
+            cell.storedVersion = max(cell.storedVersion, version)
+        }
+        scheduleSave()
+        return true
+    }
+
     /// Saves the newest value now if it is not saved yet, retrying a failed save, and returns
     /// once it is in storage, cannot be encoded, or the attempts are used up; the outcome is
     /// published before it returns (an earlier save's that finishes later is dropped).

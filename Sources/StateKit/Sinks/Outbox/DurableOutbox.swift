@@ -37,7 +37,9 @@ import Foundation
 /// For a container without storage, the log is where its value lives: it keeps the newest change
 /// even once delivered, and the next launch starts from that value and version, never from the
 /// default (which it would otherwise hand to a remote sink as a local edit). A persisted container
-/// takes its value from storage. Around a remote-sync sink in a container without storage, it keeps the sink's ``SyncRecord``
+/// starts from the log's newest value too, and saves it, when it is the first container of its
+/// key in the process: a kill may have come after the change was logged and before it was saved,
+/// and the outbox delivers it all the same. Around a remote-sync sink in a container without storage, it keeps the sink's ``SyncRecord``
 /// beside its log (`<key>.sync-record.json`), so a replayed change goes out on the `ETag` it was
 /// made against.
 /// It logs each change on the writer's thread, under the container's lock: writes to an outboxed
