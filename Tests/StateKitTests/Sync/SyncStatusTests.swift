@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import StateKit
+import StateKitHTTP
 import StateKitTesting
 import Testing
 
@@ -187,5 +188,36 @@ extension SyncStatusTests {
         #expect(state.statistics[1].lastError == "URLError -1004: Could not connect to the server.")
         #expect(state.syncStatus.value.lastError != nil)
         #expect(state.syncStatus.value.sinks.map(\.failed) == [1, 1])
+    }
+}
+
+extension SyncStatusTests {
+    // MARK: Status tells the truth (semantics 23)
+
+    /// An `HTTPSyncSink` to `url` that retries fast and pauses after three attempts.
+    static func httpSink(_ url: URL, loadsOnStart: Bool = true, retryEvery: Duration = .milliseconds(40)) -> HTTPSyncSink<Int> {
+        var policy = SinkPolicy.latestValue
+        policy.retry = RetryPolicy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(40), maximumAttempts: 3)
+        policy.afterRepeatedFailures = .pauseAndKeep(retryEvery: retryEvery)
+        policy.drainTimeout = .milliseconds(200)
+        return HTTPSyncSink(endpoint: url, timeout: .seconds(10), loadsOnStart: loadsOnStart, policy: policy)
+    }
+
+    @Test func anOutageChangesTheStatusAtMostOncePerAttemptAndKeepsItsError() async throws {
+        let server = try FixtureHTTPServer(fallback: .init(status: 503), maximumRequests: 200)
+        defer { server.stop() }
+        let state = SyncedState(0, key: uniqueKey(), sinks: [Self.httpSink(server.url, loadsOnStart: false)])
+        let statuses = state.syncStatus.record()
+        state.modify(1)
+        await server.received(25)  // about a second of attempts
+        let attempts = server.requests.count
+        let seen = statuses.values
+        statuses.cancel()
+        // The first status, the change buffered, then at most one per attempt.
+        #expect(seen.count <= attempts + 3, "\(seen.count) statuses for \(attempts) attempts")
+        let afterFirstError = seen.drop { $0.lastError == nil }
+        #expect(afterFirstError.allSatisfy { $0.lastError != nil }, "the error went away during the outage")
+        let afterFirstRetry = seen.drop { $0.retryAt == nil }
+        #expect(afterFirstRetry.allSatisfy { $0.retryAt != nil }, "retryAt was cleared between attempts")
     }
 }

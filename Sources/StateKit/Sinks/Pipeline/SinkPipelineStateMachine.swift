@@ -278,9 +278,12 @@ struct SinkPipelineStateMachine<Value: Sendable> {
     }
 
     /// The wait after a failure is over: the batch in flight is sent again.
+    ///
+    /// ``SinkStatistics/retryAt`` keeps the moment of this attempt while it is in flight: the
+    /// attempt's outcome replaces it (cleared by a success, the next retry's moment after a
+    /// failure), so an outage changes the statistics once per attempt, not twice.
     mutating func retryStarted() {
         guard phase == .backingOff || phase == .paused else { return }
-        counters.retryAt = nil
         phase = .sending
     }
 
