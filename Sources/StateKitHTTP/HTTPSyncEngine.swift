@@ -69,8 +69,9 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
     }
 
     /// Takes the channel and what its sync record remembers; with `loadsOnStart`, loads the
-    /// server's value now, conditionally on the remembered `ETag`. A load that fails is made
-    /// again before the first push.
+    /// server's value now, conditionally on the remembered `ETag`, through the channel, so that
+    /// the container's flushes wait for it and its status learns the answer. A load that fails is
+    /// made again before the first push.
     func connect(_ channel: RemoteChannel<Value>) {
         let record = channel.syncRecord
         lock.withLock {
@@ -78,10 +79,10 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
             self.record = record
         }
         guard configuration.loadsOnStart else { return }
-        Task {
-            try? await gate.run {
-                adoptRecord()
-                if !hasLoaded { try await pullInGate() }
+        channel.loadAtStart {
+            try await self.gate.run {
+                self.adoptRecord()
+                if !self.hasLoaded { try await self.pullInGate() }
             }
         }
     }

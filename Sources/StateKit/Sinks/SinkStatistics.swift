@@ -28,6 +28,12 @@ public struct SinkStatistics: Sendable, Equatable, CustomStringConvertible {
     /// When the sink will next try a batch that failed (backing off or paused), or `nil` when it
     /// is not waiting to retry.
     public var retryAt: Date?
+    /// Whether the sink's destination has not answered yet: a remote-sync sink (see
+    /// ``RemoteSyncSink``) before its first successful load or send. Until then nobody knows
+    /// whether the destination holds the container's value, so ``SyncStatus/isSynced`` is
+    /// `false`. Always `false` for other sinks (analytics, logs): they only send, so what they
+    /// have not sent is ``pending`` and nothing else.
+    public var isAwaitingFirstContact = false
     /// The sink's ``StateSink/name``: its type's name unless given with ``StateSink/named(_:)``.
     public var sinkName = ""
 
@@ -38,6 +44,6 @@ public struct SinkStatistics: Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         (sinkName.isEmpty ? "" : "\(sinkName): ")
             + "sent \(sent), failed \(failed), retried \(retried), dropped \(dropped), coalesced \(coalesced), "
-            + "pending \(pending)\(isPaused ? ", paused" : "")\(lastError.map { ", last error: \($0)" } ?? "")"
+            + "pending \(pending)\(isAwaitingFirstContact ? ", not contacted yet" : "")\(isPaused ? ", paused" : "")\(lastError.map { ", last error: \($0)" } ?? "")"
     }
 }

@@ -9,6 +9,7 @@ import Foundation
 /// ```swift
 /// func syncLine(_ status: SyncStatus) -> String {
 ///     if status.isSynced { return "Synced" }
+///     if !status.hasContactedEveryDestination && status.lastError == nil { return "Connecting…" }
 ///     if let reason = status.lastError {
 ///         let retry = status.retryAt.map { ", retrying at \($0.formatted(date: .omitted, time: .shortened))" }
 ///         return "Offline: \(reason)" + (retry ?? "")
@@ -36,9 +37,29 @@ public struct SyncStatus: Sendable, Equatable {
     /// gives them.
     public let sinks: [SinkStatistics]
 
-    /// Whether everything is delivered: nothing pending, no sink paused, no error.
+    /// Whether every remote destination has answered at least once since the container started
+    /// (a load or a send that succeeded): `false` while any remote-sync sink is
+    /// ``SinkStatistics/isAwaitingFirstContact``.
+    ///
+    /// Until then the status is unknown, not synced: the server may hold a value the container
+    /// has not seen. Sinks that only send (analytics, logs) have no contact to wait for, so a
+    /// container without remote-sync sinks has always contacted every destination.
+    ///
+    /// ```swift
+    /// let status = profile.syncStatus.value
+    /// if !status.hasContactedEveryDestination {
+    ///     print(status.lastError.map { "Can't reach the server: \($0)" } ?? "Connecting…")
+    /// }
+    /// ```
+    public var hasContactedEveryDestination: Bool {
+        !sinks.contains { $0.isAwaitingFirstContact }
+    }
+
+    /// Whether every destination is known to hold the container's value: each remote one has
+    /// answered (``hasContactedEveryDestination``), nothing is pending, no sink is paused and none
+    /// is failing.
     public var isSynced: Bool {
-        pending == 0 && !isPaused && lastError == nil
+        pending == 0 && !isPaused && lastError == nil && hasContactedEveryDestination
     }
 
     /// Creates a status, for previews and tests of code that shows one.

@@ -67,6 +67,7 @@ extension SyncedState {
             guard let sink = pipeline.sink as? any RemoteSyncSink<Value> else { continue }
             do {
                 try await sink.refresh()
+                pipeline.destinationAnswered()
             } catch {
                 firstError = firstError ?? error
             }

@@ -187,13 +187,19 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
         await flush(waitsThroughPauses: false)
     }
 
-    /// Waits, for at most `timeout`, until every sink has received every change made before the
-    /// call or given it up as its policy says (counted as failed, dropped or coalesced), and says
-    /// whether it did.
+    /// Waits, for at most `timeout`, until a remote sink's load at start finished and every sink
+    /// has received every change made before the call or given it up as its policy says, and says
+    /// whether the container is synced.
     ///
     /// Unlike ``flush()``, it does not stop at a paused sink: a sink paused by
     /// ``SinkPolicy/Failure/pauseAndKeep(retryEvery:)`` keeps it waiting, and it returns `true` as
     /// soon as that sink delivers, or `false` at the deadline with the changes still pending.
+    ///
+    /// `true` means a ``syncStatus`` read right after (with no write in between) is
+    /// ``SyncStatus/isSynced``: so it is `false`, once everything settled, when a sink gave changes
+    /// up or is failing (``SyncStatus/lastError``), or when a remote destination has not answered
+    /// yet (``SyncStatus/hasContactedEveryDestination``; a failed load at start, or a sink that
+    /// does not load at start and has sent nothing).
     ///
     /// ```swift
     /// if await cart.flush(timeout: .seconds(2)) == false {
@@ -201,10 +207,10 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
     /// }
     /// ```
     ///
-    /// - Returns: `true` if nothing made before the call is still pending, `false` if the deadline
-    ///   passed first (or the calling task was cancelled).
+    /// - Returns: `true` if everything settled in time and the status says synced; `false` if the
+    ///   deadline passed first (or the calling task was cancelled), or the status says otherwise.
     public func flush(timeout: Duration) async -> Bool {
-        await withTaskGroup(of: Bool.self) { group in
+        let finished = await withTaskGroup(of: Bool.self) { group in
             group.addTask {
                 await self.flush(waitsThroughPauses: true)
                 return !Task.isCancelled
@@ -217,9 +223,18 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
             group.cancelAll()
             return finished
         }
+        // What the status says now, read as the monitor reads it (its last refresh, made by the
+        // flush, read the same statistics or older ones).
+        return finished && SyncStatus(pipelines.map(\.statusSnapshot)).isSynced
     }
 
     private func flush(waitsThroughPauses: Bool) async {
+        // A remote sink's load at start first: what it takes in or merges is a change of its own,
+        // which the rest of the flush then waits for.
+        for pipeline in pipelines {
+            if Task.isCancelled { return }
+            await pipeline.waitForLoads()
+        }
         await deliveredBarrier()
         await persistence?.flushOffThePool()
         for pipeline in pipelines {

@@ -367,6 +367,43 @@ import FoundationNetworking
     }
 
     @Test(arguments: RealHTTPServer.Kind.allCases)
+    func flushReturnsAfterTheLoadAtStartSoTheValueIsTheServers(kind: RealHTTPServer.Kind) async throws {
+        try await with(kind) { server, directory async throws in
+            let url = server.resource()
+            try await otherDeviceWrites(Self.green, server, url)
+            // A short-lived process: launch, flush, read, exit; no refresh().
+            let state = launch(uniqueKey(), directory, [sink(server, url, SimulatedNetwork())])
+            await state.flush()
+            #expect(state.value == Self.green, "flush returned before the server's value was loaded")
+            #expect(state.syncStatus.value.isSynced)
+        }
+    }
+
+    @Test(arguments: RealHTTPServer.Kind.allCases)
+    func flushWithTimeoutSaysTrueOnlyWhenTheStatusReadRightAfterIsSynced(kind: RealHTTPServer.Kind) async throws {
+        try await with(kind) { server, directory async throws in
+            let merge = SyncConflictPolicy<Paint>.merge { _, local, remote in
+                Paint(color: "\(local.color) over \(remote.color)")
+            }
+            for run in 1...7 {
+                let url = server.resource()
+                let key = uniqueKey()
+                _ = try await syncTeal(server, url, key, directory)
+                await editOffline(server, url, key, directory)
+                try await otherDeviceWrites(Self.green, server, url)
+                // A merge at launch: the load at start meets the offline edit, and the merge is sent.
+                let state = launch(key, directory, [sink(server, url, SimulatedNetwork(), merge)])
+                let flushed = await state.flush(timeout: .seconds(20))
+                let status = state.syncStatus.value
+                #expect(flushed, "run \(run)")
+                #expect(status.isSynced, "run \(run): flush(timeout:) said \(flushed), the status \(status)")
+                #expect(status.pending == 0, "run \(run)")
+                #expect(state.value == Paint(color: "orange over green"), "run \(run)")
+            }
+        }
+    }
+
+    @Test(arguments: RealHTTPServer.Kind.allCases)
     func mergeOfAnOfflineEditGetsTheTrueBaseAndTheMergeReachesTheServer(kind: RealHTTPServer.Kind) async throws {
         try await with(kind) { server, directory async throws in
             let url = server.resource()

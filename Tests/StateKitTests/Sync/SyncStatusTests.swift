@@ -203,6 +203,59 @@ extension SyncStatusTests {
         return HTTPSyncSink(endpoint: url, timeout: .seconds(10), loadsOnStart: loadsOnStart, policy: policy)
     }
 
+    @Test func aRemoteSinkIsNotSyncedBeforeItsDestinationFirstAnswers() async throws {
+        // The load at start waits at the server until released: no contact yet.
+        let server = try FixtureHTTPServer(script: [.init(status: 404, waitsForRelease: true)])
+        defer { server.stop() }
+        let state = SyncedState(0, key: uniqueKey(), sinks: [Self.httpSink(server.url)])
+        await server.received(1)
+        let before = state.syncStatus.value
+        #expect(!before.isSynced, "synced before any answer from the server")
+        #expect(!before.hasContactedEveryDestination)
+        #expect(before.sinks.map(\.isAwaitingFirstContact) == [true])
+        #expect(before.lastError == nil && before.pending == 0)
+        server.release()
+        await state.flush()
+        let after = state.syncStatus.value
+        #expect(after.isSynced)
+        #expect(after.hasContactedEveryDestination)
+        #expect(after.sinks.map(\.isAwaitingFirstContact) == [false])
+    }
+
+    @Test func aLoadAtStartThatFailsLeavesTheStatusUnknownWithItsError() async throws {
+        let server = try FixtureHTTPServer(script: [.init(status: 503), .init(status: 404)])
+        defer { server.stop() }
+        let state = SyncedState(0, key: uniqueKey(), sinks: [Self.httpSink(server.url)])
+        await state.flush()
+        let failed = state.syncStatus.value
+        #expect(!failed.isSynced && !failed.hasContactedEveryDestination)
+        #expect(failed.lastError == "HTTP 503 (retryable)")
+        #expect(await state.flush(timeout: .seconds(60)) == false, "not synced: flush(timeout:) must not say so")
+        // The next answer (a 404 to a pull: nothing there yet) is the first contact, and clears the error.
+        try await state.refresh()
+        let contacted = state.syncStatus.value
+        #expect(contacted.hasContactedEveryDestination)
+        #expect(contacted.lastError == nil)
+        #expect(contacted.isSynced)
+    }
+
+    @Test func aRemoteSinkThatDeliveredIsContacted() async throws {
+        let server = try FixtureHTTPServer()
+        defer { server.stop() }
+        let state = SyncedState(0, key: uniqueKey(), sinks: [Self.httpSink(server.url, loadsOnStart: false)])
+        #expect(!state.syncStatus.value.hasContactedEveryDestination)
+        state.modify(1)
+        #expect(await state.flush(timeout: .seconds(60)))
+        #expect(state.syncStatus.value.isSynced)
+        #expect(state.statistics[0].sent == 1)
+    }
+
+    @Test func anAnalyticsOnlyContainerIsSyncedAtLaunch() async {
+        let state = SyncedState(0, key: uniqueKey(), sinks: [TestSink<Int>()])
+        let status = state.syncStatus.value
+        #expect(status.isSynced && status.hasContactedEveryDestination)
+    }
+
     @Test func anOutageChangesTheStatusAtMostOncePerAttemptAndKeepsItsError() async throws {
         let server = try FixtureHTTPServer(fallback: .init(status: 503), maximumRequests: 200)
         defer { server.stop() }
@@ -219,5 +272,20 @@ extension SyncStatusTests {
         #expect(afterFirstError.allSatisfy { $0.lastError != nil }, "the error went away during the outage")
         let afterFirstRetry = seen.drop { $0.retryAt == nil }
         #expect(afterFirstRetry.allSatisfy { $0.retryAt != nil }, "retryAt was cleared between attempts")
+        #expect(seen.allSatisfy { !$0.isSynced && !$0.hasContactedEveryDestination })
+        #expect(seen.allSatisfy { !$0.isSynced })
+    }
+
+    @Test func flushWaitsForTheLoadAtStart() async throws {
+        let server = try FixtureHTTPServer(script: [.init(status: 200, body: Data("42".utf8), waitsForRelease: true)])
+        defer { server.stop() }
+        let state = SyncedState(0, key: uniqueKey(), sinks: [Self.httpSink(server.url)])
+        let flushed = Task {
+            await state.flush()
+            return state.value
+        }
+        await server.received(1)
+        server.release()
+        #expect(await flushed.value == 42, "flush returned before the server's value was loaded")
     }
 }

@@ -125,6 +125,56 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
         }
     }
 
+    // MARK: The destination
+
+    /// The sink's destination has yet to answer (a remote sink was connected): the statistics say
+    /// so until it does. Called before the pipeline starts.
+    func awaitFirstContact() {
+        lock.withLock { machine.awaitFirstContact() }
+        statisticsChanged()
+    }
+
+    /// The destination answered outside a send (a pull succeeded).
+    func destinationAnswered() {
+        lock.withLock { machine.destinationAnswered() }
+        statisticsChanged()
+    }
+
+    /// Runs `load`, a load of the destination's value, on a task of its own; ``waitForLoads()``
+    /// waits for it, and its outcome is a first contact or the sink's last error.
+    func load(_ load: @escaping @Sendable () async throws -> Void) {
+        lock.withLock { machine.loadStarted() }
+        Task {
+            var failure: (any Error)?
+            do { try await load() } catch { failure = error }
+            let waiters = lock.withLock { machine.loadFinished(error: failure, at: .now) }
+            statisticsChanged()
+            for waiter in waiters { waiter.resume() }
+        }
+    }
+
+    /// Returns once no load of the destination's value is under way (see ``load(_:)``), the
+    /// pipeline stopped, or the calling task is cancelled.
+    func waitForLoads() async {
+        let id = lock.withLock {
+            nextFlushID += 1
+            return nextFlushID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                lock.lock()
+                if Task.isCancelled || !machine.addLoadWaiter(id: id, continuation) {
+                    lock.unlock()
+                    continuation.resume()
+                    return
+                }
+                lock.unlock()
+            }
+        } onCancel: {
+            lock.withLock { machine.cancelLoadWaiter(id: id) }?.resume()
+        }
+    }
+
     /// The container was released: deliver what is buffered for at most the policy's drain
     /// timeout, then stop.
     func close() {
@@ -277,6 +327,7 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
         statisticsChanged()
         stopped.wake?.resume()
         for waiter in stopped.waiters { waiter.continuation.resume() }
+        for waiter in stopped.loadWaiters { waiter.resume() }
         if stopped.left > 0 {
             report(
                 .sinkStopped,

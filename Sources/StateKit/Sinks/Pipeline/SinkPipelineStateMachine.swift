@@ -29,6 +29,8 @@ import Foundation
 /// | sending, backingOff     | ``sendFailed(_:retryAfter:isRetryable:attempt:)`` | backingOff, paused or idle | ``Failure`` |
 /// | backingOff, paused      | ``retryStarted()``        | sending     | none (the batch goes again)           |
 /// | any                     | ``close()``               | same, draining | wake the task                      |
+/// | any                     | ``loadStarted()``         | same        | flushes wait for the load             |
+/// | any                     | ``loadFinished(error:at:)`` | same      | contact or error; the last one releases the flushes waiting for loads |
 /// | any                     | ``stop()``                | stopped     | release every flush; what is left is counted |
 ///
 /// Flushes wait by version: a flush made when the pipeline knew of version `v` is released once
@@ -92,6 +94,13 @@ struct SinkPipelineStateMachine<Value: Sendable> {
     private var isDropReported = false
     private var wakeUp: CheckedContinuation<Void, Never>?
     private var flushWaiters: [FlushWaiter] = []
+    /// Loads of the destination's value under way (a remote sink's load at start), which a
+    /// container's flush waits for.
+    private var loadsInFlight = 0
+    private var loadWaiters: [(id: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
+    /// Whether ``SinkStatistics/lastError`` came from a failed load, not from a send: the next
+    /// load that succeeds clears it, as a send that succeeds clears any.
+    private var isLoadError = false
 
     /// - Parameters:
     ///   - startVersion: The container's version when the pipeline starts (its log's last version).
@@ -173,9 +182,12 @@ struct SinkPipelineStateMachine<Value: Sendable> {
         return takeWakeUp()
     }
 
-    /// What stopping returns: every flush waiter, how many changes were left undelivered, and the
-    /// parked task to wake.
-    typealias Stopped = (waiters: [FlushWaiter], left: Int, wake: CheckedContinuation<Void, Never>?)
+    /// What stopping returns: every flush waiter, how many changes were left undelivered, the
+    /// parked task to wake, and the flushes waiting for loads.
+    typealias Stopped = (
+        waiters: [FlushWaiter], left: Int, wake: CheckedContinuation<Void, Never>?,
+        loadWaiters: [CheckedContinuation<Void, Never>]
+    )
 
     /// Stops the pipeline now. Returns every flush waiter and how many changes were left undelivered.
     mutating func stop(lastRecorded: UInt64) -> Stopped {
@@ -187,7 +199,9 @@ struct SinkPipelineStateMachine<Value: Sendable> {
         spilledFrom = nil
         let waiters = flushWaiters
         flushWaiters = []
-        return (waiters, left, takeWakeUp())
+        let loadWaiters = self.loadWaiters.map(\.continuation)
+        self.loadWaiters = []
+        return (waiters, left, takeWakeUp(), loadWaiters)
     }
 
     // MARK: Delivery task
@@ -269,6 +283,8 @@ struct SinkPipelineStateMachine<Value: Sendable> {
         }
         counters.isPaused = false
         counters.lastError = nil
+        counters.isAwaitingFirstContact = false
+        isLoadError = false
         counters.lastDeliveredAt = now
         counters.retryAt = nil
         lastFailedAt = nil
@@ -296,6 +312,7 @@ struct SinkPipelineStateMachine<Value: Sendable> {
         at now: (date: Date, instant: ContinuousClock.Instant)
     ) -> Failure {
         counters.lastError = shortErrorMessage(error)
+        isLoadError = false
         lastFailedAt = now.instant
         if !isRetryable { return drop(isRefused: true) }
         let maximumWait = policy.retry.maximumDelay
@@ -345,6 +362,69 @@ struct SinkPipelineStateMachine<Value: Sendable> {
             return true
         }
         return .pause(isFirst: isFirst, wait: wait, waiters: released)
+    }
+
+    // MARK: The destination
+
+    /// The sink has a destination that has not answered yet (a remote sink, connected to its
+    /// container): ``SinkStatistics/isAwaitingFirstContact`` until it does.
+    mutating func awaitFirstContact() {
+        counters.isAwaitingFirstContact = true
+    }
+
+    /// The destination answered outside a send (a load or pull that succeeded): a first contact,
+    /// and the end of an error an earlier load left.
+    mutating func destinationAnswered() {
+        counters.isAwaitingFirstContact = false
+        if isLoadError {
+            counters.lastError = nil
+            lastFailedAt = nil
+            isLoadError = false
+        }
+    }
+
+    /// A load of the destination's value started; flushes wait for it (``addLoadWaiter(id:_:)``).
+    mutating func loadStarted() {
+        loadsInFlight += 1
+    }
+
+    /// A load finished: with `error`, it failed at `now`. Returns the flushes waiting for loads
+    /// once none is left.
+    ///
+    /// A success is a first contact and clears an error an earlier load left; a failure is the
+    /// sink's ``SinkStatistics/lastError`` unless a send's failure already is (the send is the
+    /// one the retry is about).
+    mutating func loadFinished(
+        error: (any Error)?,
+        at now: ContinuousClock.Instant
+    ) -> [CheckedContinuation<Void, Never>] {
+        loadsInFlight = max(0, loadsInFlight - 1)
+        if let error {
+            if counters.lastError == nil || isLoadError {
+                counters.lastError = shortErrorMessage(error)
+                lastFailedAt = now
+                isLoadError = true
+            }
+        } else {
+            destinationAnswered()
+        }
+        guard loadsInFlight == 0 else { return [] }
+        defer { loadWaiters = [] }
+        return loadWaiters.map(\.continuation)
+    }
+
+    /// Registers a flush waiting for the loads under way; returns `false` when none is (resume it
+    /// at once).
+    mutating func addLoadWaiter(id: UInt64, _ continuation: CheckedContinuation<Void, Never>) -> Bool {
+        guard loadsInFlight > 0, phase != .stopped else { return false }
+        loadWaiters.append((id, continuation))
+        return true
+    }
+
+    /// Removes a cancelled flush waiting for loads and returns its continuation, if it still waited.
+    mutating func cancelLoadWaiter(id: UInt64) -> CheckedContinuation<Void, Never>? {
+        guard let index = loadWaiters.firstIndex(where: { $0.id == id }) else { return nil }
+        return loadWaiters.remove(at: index).continuation
     }
 
     /// Drops counted since the task last reported them (then reported by the task).

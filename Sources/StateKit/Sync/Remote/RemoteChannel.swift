@@ -22,6 +22,9 @@ public final class RemoteChannel<Value: Sendable>: @unchecked Sendable {
     /// Whether the container keeps its value in storage, which must be saved before a record
     /// may say the value was sent.
     private let isPersisted: Bool
+    /// The pipeline of the sink this channel was made for; held weakly, as the sink holds the
+    /// channel and the pipeline holds the sink.
+    private weak var pipeline: SinkPipeline<Value>?
 
     init(state: SyncedState<Value>, recordName: String, records: SyncRecordStore) {
         self.key = state.key
@@ -29,6 +32,39 @@ public final class RemoteChannel<Value: Sendable>: @unchecked Sendable {
         self.state = state
         self.records = records
         self.isPersisted = state.persistence != nil
+        let names = SyncedState<Value>.recordNames(of: state.pipelines.map(\.sink))
+        let pipeline = zip(state.pipelines, names).first { $0.1 == recordName }?.0
+        self.pipeline = pipeline
+        // Connected: its destination has yet to answer, and the status says so until it does.
+        pipeline?.awaitFirstContact()
+    }
+
+    /// Runs `load`, the sink's load of the remote value when its container starts, on a task of
+    /// its own, and lets the container's status and ``SyncedState/flush()`` know of it.
+    ///
+    /// A remote sink that loads at start calls it from ``RemoteSyncSink/connect(_:)``:
+    /// ``SyncedState/flush()`` and ``SyncedState/flush(timeout:)`` wait for `load` to finish, so
+    /// the container's value right after a flush is the server's (merged with unsent local
+    /// changes as the sink's conflict rules say), and a short-lived process does not exit before
+    /// it. A `load` that returns is the destination's first answer
+    /// (``SinkStatistics/isAwaitingFirstContact`` becomes `false`); one that throws is the sink's
+    /// ``SinkStatistics/lastError`` until a load or a send succeeds.
+    ///
+    /// ```swift
+    /// func connect(_ channel: RemoteChannel<Profile>) {
+    ///     self.channel = channel
+    ///     channel.loadAtStart { try await self.pull() }
+    /// }
+    /// ```
+    ///
+    /// - Parameter load: The load; it should give up within a bounded time (a request timeout),
+    ///   as flushes wait for it.
+    public func loadAtStart(_ load: @escaping @Sendable () async throws -> Void) {
+        guard let pipeline = lock.withLock({ self.pipeline }) else {
+            Task { try? await load() }
+            return
+        }
+        pipeline.load(load)
     }
 
     private var container: SyncedState<Value>? {
