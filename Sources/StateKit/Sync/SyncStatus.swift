@@ -20,7 +20,13 @@ import Foundation
 ///
 /// - Note: `SyncStatus` is a value type; it is `Sendable`.
 public struct SyncStatus: Sendable, Equatable {
-    /// Changes not yet delivered, summed over all sinks (see ``SinkStatistics/pending``).
+    /// Local changes not yet on a destination: the most any one sink has still to deliver (see
+    /// ``SinkStatistics/pending``).
+    ///
+    /// One edit made offline is one change waiting, however many sinks wait for it: a container
+    /// with an outbox to a server and an analytics sink, both offline, says `1`, not `2`. With two
+    /// remote destinations, one that lacks three changes and one that lacks one, it says `3`;
+    /// ``sinks`` has each sink's count.
     public let pending: Int
     /// Whether some sink is paused after repeated failures (see
     /// ``SinkPolicy/Failure/pauseAndKeep(retryEvery:)``).
@@ -87,7 +93,7 @@ public struct SyncStatus: Sendable, Equatable {
     init(_ snapshots: [(statistics: SinkStatistics, lastFailedAt: ContinuousClock.Instant?)]) {
         let sinks = snapshots.map(\.statistics)
         self.sinks = sinks
-        pending = sinks.reduce(0) { $0 + $1.pending }
+        pending = sinks.map(\.pending).max() ?? 0
         isPaused = sinks.contains { $0.isPaused }
         let failures = snapshots.compactMap { snapshot in
             snapshot.lastFailedAt.flatMap { at in snapshot.statistics.lastError.map { (at: at, message: $0) } }

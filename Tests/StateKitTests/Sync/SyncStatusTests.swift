@@ -276,6 +276,24 @@ extension SyncStatusTests {
         #expect(seen.allSatisfy { !$0.isSynced })
     }
 
+    @Test func oneOfflineEditIsOneChangeWaiting() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
+        let remote = TestRemoteSink<Int>(offline: true)
+        let analytics = Self.failingSink()
+        let state = SyncedState(
+            0, key: uniqueKey(), storage: .file(directory.url),
+            sinks: [
+                DurableOutbox(fileURL: directory.url.appendingPathComponent("outbox.log"), wrapping: remote),
+                analytics.named("analytics"),
+            ])
+        state.modify(1)
+        await state.flush()
+        #expect(state.statistics.map(\.pending) == [1, 1])
+        #expect(state.syncStatus.value.pending == 1, "one edit shows \(state.syncStatus.value.pending) changes waiting")
+    }
+
     @Test func flushWaitsForTheLoadAtStart() async throws {
         let server = try FixtureHTTPServer(script: [.init(status: 200, body: Data("42".utf8), waitsForRelease: true)])
         defer { server.stop() }
