@@ -195,7 +195,9 @@ extension SyncStatusTests {
     // MARK: Status tells the truth (semantics 23)
 
     /// An `HTTPSyncSink` to `url` that retries fast and pauses after three attempts.
-    static func httpSink(_ url: URL, loadsOnStart: Bool = true, retryEvery: Duration = .milliseconds(40)) -> HTTPSyncSink<Int> {
+    static func httpSink(_ url: URL, loadsOnStart: Bool = true, retryEvery: Duration = .milliseconds(40))
+        -> HTTPSyncSink<Int>
+    {
         var policy = SinkPolicy.latestValue
         policy.retry = RetryPolicy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(40), maximumAttempts: 3)
         policy.afterRepeatedFailures = .pauseAndKeep(retryEvery: retryEvery)
