@@ -145,6 +145,8 @@ let synced = SyncedState(Profile(), key: "profile.synced") {
 }
 synced.name ~> "Dee"
 await synced.flush()
+let syncStatus = synced.syncStatus.value
+print(syncStatus.isSynced, syncStatus.hasContactedEveryDestination, syncStatus.sinks.map(\.isAwaitingFirstContact))
 let persisted = PersistedState(Profile(), key: "profile.persisted", storage: .inMemory)
 persisted.visits ~> 3
 let moved = PersistedState(Profile(), key: "profile.moved", storage: .inMemory, previousKeys: ["profile.old"])
