@@ -421,8 +421,7 @@ import FoundationNetworking
             let merged = Paint(color: "orange over green")
             let network = SimulatedNetwork()
             let state = launch(key, directory, [sink(server, url, network, merge)])
-            #expect(await state.flush(timeout: .seconds(20)))
-            #expect(await state.flush(timeout: .seconds(20)))  // a merge made while loading is sent next
+            #expect(await state.flush(timeout: .seconds(20)))  // waits for the load, then sends its merge
             #expect(merges.all == [[Self.teal, Self.orange, Self.green]])
             #expect(try await serverValue(server, url) == merged)
             #expect(state.value == merged)

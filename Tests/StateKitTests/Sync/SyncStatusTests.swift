@@ -264,7 +264,7 @@ extension SyncStatusTests {
         let state = SyncedState(0, key: uniqueKey(), sinks: [Self.httpSink(server.url, loadsOnStart: false)])
         let statuses = state.syncStatus.record()
         state.modify(1)
-        await server.received(25)  // about a second of attempts
+        await server.received(70)  // about three seconds of attempts
         let attempts = server.requests.count
         let seen = statuses.values
         statuses.cancel()
