@@ -75,7 +75,21 @@ struct FIFOQueue<Element> {
         slots[head + offset]!
     }
 
+    /// Replaces every element with `element`: a buffer that keeps only the latest. When one element
+    /// is queued, as it is in a buffer of one, it is replaced in place, and the array keeps its
+    /// storage.
+    @inlinable
+    mutating func replaceAll(with element: __owned Element) {
+        if count == 1 {
+            slots[head] = element
+        } else {
+            removeAll()
+            slots.append(element)
+        }
+    }
+
     /// Removes every element.
+    @usableFromInline
     mutating func removeAll() {
         slots.removeAll(keepingCapacity: slots.count <= 64)
         head = 0

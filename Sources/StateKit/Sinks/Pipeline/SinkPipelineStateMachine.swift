@@ -153,8 +153,7 @@ struct SinkPipelineStateMachine<Value: Sendable> {
                     isFirstDrop = noteDrop()
                 case .coalesceToLatest:
                     counters.coalesced += buffer.count
-                    buffer.removeAll()
-                    buffer.append(change)
+                    buffer.replaceAll(with: change)
                 }
             }
         } else {
