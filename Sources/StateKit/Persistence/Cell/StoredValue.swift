@@ -18,22 +18,33 @@ import Foundation
 ///   not saved again. What the storage holds is recognised by its fingerprint, so the container's
 ///   own writes never come back as changes, and neither do the bytes of a save that failed.
 ///
-/// Saves and reads of the storage are serialised by `ioLock`; `lock` guards the rest. The cell's
-/// lock may be held when `lock` is taken, never the other way round.
-final class StoredValue<Value>: RetirableStoredValue, @unchecked Sendable {
+/// Saves and reads of the storage are serialised by `ioLock`; `lock` guards the rest. The order
+/// the locks are taken in:
+/// - `ioLock`, then the cell's lock, then `lock`; the cell's lock may be held when `lock` is
+///   taken, never the other way round.
+/// - A key move (``prepare()``) holds the `ioLock`s of the new key's value and of the earlier
+///   keys' live values together: it takes them in one order for every thread, by object
+///   identity, so two values moving into each other's keys never wait for each other.
+/// - No `ioLock` holder takes the registry's lock: ``prepare()`` looks the earlier keys' live
+///   values up before it takes any `ioLock`. (The registry does take an `ioLock` under its own
+///   lock, to ``retire()`` a value; that is safe because of this rule.)
+final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
     let key: String
+    /// The storage's location, as the registry knows it.
+    let location: String
     let codec: StoredValueCodec<Value>
     /// The hidden container whose lock, value, version and subscribers the key's containers share.
     let cell: MonitoredState<Value>
     /// The observable load and save errors every container of this value reports.
     let status = PersistenceStatus()
 
-    /// Where earlier releases stored the value, newest first; see ``moveFromPreviousKeys()``.
-    private let previousCodecs: [StoredValueCodec<Value>]
+    /// Where earlier releases stored the value, newest first; see
+    /// ``moveFromPreviousKeys(throughLiveValues:)``.
+    private let previousCodecs: [(key: String, codec: StoredValueCodec<Value>)]
     private let defaultValue: Value
     private let savesInline: Bool
     private let queue: DispatchQueue
-    private let ioLock = Lock()
+    let ioLock = Lock()
     private let lock = Lock()
     /// Hears every change of the cell, to save it.
     private var changes: Subscription?
@@ -69,17 +80,20 @@ final class StoredValue<Value>: RetirableStoredValue, @unchecked Sendable {
     /// Creates the cell of `key`; ``prepare()`` loads it.
     ///
     /// - Parameters:
+    ///   - location: The storage's location, under which the registry keeps its live values.
     ///   - previousCodecs: The same storage under the key's earlier names, newest first.
     ///   - savesInline: Save on the delivering thread before the write returns (for
     ///     `UserDefaults`, which only writes memory), rather than on a queue of its own.
     init(
         key: String,
+        location: String,
         codec: StoredValueCodec<Value>,
-        previousCodecs: [StoredValueCodec<Value>] = [],
+        previousCodecs: [(key: String, codec: StoredValueCodec<Value>)] = [],
         defaultValue: Value,
         savesInline: Bool
     ) {
         self.key = key
+        self.location = location
         self.codec = codec
         self.previousCodecs = previousCodecs
         self.defaultValue = defaultValue
@@ -100,18 +114,53 @@ final class StoredValue<Value>: RetirableStoredValue, @unchecked Sendable {
         lock.withLock { persisting }
     }
 
-    /// Loads the stored value (once) and starts watching the storage.
+    /// Loads the stored value (once), moving it from an earlier key first, and starts watching
+    /// the storage.
+    ///
+    /// The move goes through the live values of the earlier keys in this process (a container
+    /// of one, or a value only a save in flight keeps): each is saved first, so its newest value
+    /// is the one moved, and reads its key again once the move emptied it, so it changes to its
+    /// default at once, as if another process had moved the key. Their `ioLock`s are held with
+    /// this one's from the save to the read (see the type's lock order), so no save of theirs
+    /// lands in between.
     func prepare() {
-        let outcome: Outcome? = ioLock.withLock {
-            guard !isLoaded else { return nil }
+        // Every container of the key after the first finds it loaded, and looks nothing up.
+        guard !ioLock.withLock({ isLoaded }) else { return }
+        let liveValues = liveValuesOfPreviousKeys()
+        let lockOrder = ([self] + liveValues.values).sorted { ObjectIdentifier($0) < ObjectIdentifier($1) }
+        let (outcome, afterUnlocking): (Outcome?, [() -> Void]) = Self.withIOLocks(of: lockOrder[...]) {
+            guard !isLoaded else { return (nil, []) }
             isLoaded = true
-            let moveFailure = moveFromPreviousKeys()
+            let (moveFailure, afterMove) = moveFromPreviousKeys(throughLiveValues: liveValues)
             let (loaded, outcome) = loadInitialValue()
             cell.lock.withLock { cell.storedValue = loaded }
             watchToken = codec.watch { [weak self] in self?.storageMayHaveChanged() }
-            return outcome ?? moveFailure
+            return (outcome ?? moveFailure, afterMove)
         }
         if let outcome { publish(outcome, ticket: nil) }
+        for action in afterUnlocking { action() }
+    }
+
+    /// The live values, of any type, that hold the earlier keys in this storage, by key; never
+    /// this one (a key listed as its own earlier key).
+    private func liveValuesOfPreviousKeys() -> [String: any LiveStoredValue] {
+        var found: [String: any LiveStoredValue] = [:]
+        for previous in previousCodecs where found[previous.key] == nil {
+            guard let live = StoredValueRegistry.shared.liveStoredValue(key: previous.key, location: location),
+                live !== self
+            else { continue }
+            found[previous.key] = live
+        }
+        return found
+    }
+
+    /// Runs `body` holding the `ioLock` of each of `values`, taken in their order.
+    private static func withIOLocks<Result>(
+        of values: ArraySlice<any LiveStoredValue>,
+        _ body: () -> Result
+    ) -> Result {
+        guard let first = values.first else { return body() }
+        return first.ioLock.withLock { withIOLocks(of: values.dropFirst(), body) }
     }
 
     /// Adds a container made with ``State/init(sharing:key:)`` over ``cell``.
@@ -215,56 +264,60 @@ final class StoredValue<Value>: RetirableStoredValue, @unchecked Sendable {
     /// content of storage: only a save that succeeded does.
     @discardableResult
     private func saveNewest() -> Bool {
-        let (outcome, ticket, isDone): (Outcome, UInt64, Bool) = ioLock.withLock {
-            outcomeTicket &+= 1
-            let ticket = outcomeTicket
-            let (newest, newestVersion) = cell.lock.withLock { (cell.storedValue, cell.storedVersion) }
-            let (isPersisting, isSaved, unencodableError): (Bool, Bool, (any Error)?) = lock.withLock {
-                // A value that came from storage is there already.
-                if newestVersion == outsideVersion { savedVersion = max(savedVersion, newestVersion) }
-                let unencodableError = unencodable.flatMap { $0.version == newestVersion ? $0.error : nil }
-                return (persisting, newestVersion <= savedVersion, unencodableError)
-            }
-            guard isPersisting else { return (Outcome(), ticket, true) }
-            // Storage holds the newest value: no save error, whichever save put it there (one that
-            // succeeded on another thread may not have published yet, and its outcome is older).
-            guard !isSaved else { return (Outcome(saveError: .some(nil)), ticket, true) }
-            if let unencodableError { return (Outcome(saveError: .some(unencodableError)), ticket, true) }
-            let representation: StoredRepresentation?
-            do {
-                representation = try codec.encode(newest)
-            } catch {
-                lock.withLock { self.unencodable = (newestVersion, error) }
-                return (
-                    Outcome(
-                        saveError: .some(error),
-                        diagnostic: StateDiagnostic(
-                            kind: .encodingFailed, keys: [key],
-                            message: "could not encode \(Value.self) for \(codec.location): \(error)", error: error)),
-                    ticket, true
-                )
-            }
-            if representation?.fingerprint != knownFingerprint {
-                lock.withLock { storeGeneration &+= 1 }
-                do {
-                    try codec.store(representation)
-                } catch {
-                    attemptedFingerprint = representation?.fingerprint
-                    return (failedSave(error), ticket, false)
-                }
-            }
-            knownFingerprint = representation?.fingerprint
-            attemptedFingerprint = nil
-            lock.withLock {
-                savedVersion = max(savedVersion, newestVersion)
-                failedSaves = 0
-                reportedFailure = nil
-                unencodable = nil
-            }
-            return (Outcome(saveError: .some(nil)), ticket, true)
-        }
+        let (outcome, ticket, isDone) = ioLock.withLock { saveNewestLocked() }
         publish(outcome, ticket: ticket)
         return isDone
+    }
+
+    /// ``saveNewest()``'s work, with `ioLock` held: returns the outcome to publish once it is
+    /// released, its ticket, and whether saving is done with.
+    private func saveNewestLocked() -> (outcome: Outcome, ticket: UInt64, isDone: Bool) {
+        outcomeTicket &+= 1
+        let ticket = outcomeTicket
+        let (newest, newestVersion) = cell.lock.withLock { (cell.storedValue, cell.storedVersion) }
+        let (isPersisting, isSaved, unencodableError): (Bool, Bool, (any Error)?) = lock.withLock {
+            // A value that came from storage is there already.
+            if newestVersion == outsideVersion { savedVersion = max(savedVersion, newestVersion) }
+            let unencodableError = unencodable.flatMap { $0.version == newestVersion ? $0.error : nil }
+            return (persisting, newestVersion <= savedVersion, unencodableError)
+        }
+        guard isPersisting else { return (Outcome(), ticket, true) }
+        // Storage holds the newest value: no save error, whichever save put it there (one that
+        // succeeded on another thread may not have published yet, and its outcome is older).
+        guard !isSaved else { return (Outcome(saveError: .some(nil)), ticket, true) }
+        if let unencodableError { return (Outcome(saveError: .some(unencodableError)), ticket, true) }
+        let representation: StoredRepresentation?
+        do {
+            representation = try codec.encode(newest)
+        } catch {
+            lock.withLock { self.unencodable = (newestVersion, error) }
+            return (
+                Outcome(
+                    saveError: .some(error),
+                    diagnostic: StateDiagnostic(
+                        kind: .encodingFailed, keys: [key],
+                        message: "could not encode \(Value.self) for \(codec.location): \(error)", error: error)),
+                ticket, true
+            )
+        }
+        if representation?.fingerprint != knownFingerprint {
+            lock.withLock { storeGeneration &+= 1 }
+            do {
+                try codec.store(representation)
+            } catch {
+                attemptedFingerprint = representation?.fingerprint
+                return (failedSave(error), ticket, false)
+            }
+        }
+        knownFingerprint = representation?.fingerprint
+        attemptedFingerprint = nil
+        lock.withLock {
+            savedVersion = max(savedVersion, newestVersion)
+            failedSaves = 0
+            reportedFailure = nil
+            unencodable = nil
+        }
+        return (Outcome(saveError: .some(nil)), ticket, true)
     }
 
     /// The outcome of a failed save: the error, and a diagnostic unless the same failure was
@@ -299,24 +352,77 @@ final class StoredValue<Value>: RetirableStoredValue, @unchecked Sendable {
     /// Moves the value from the newest earlier key that holds one to ``key``, once: written under
     /// the new key, then removed from the old one. A value already under the new key wins, and
     /// the earlier keys are removed; so a kill -9 between the two steps is finished at the next
-    /// launch, and never leaves both keys in use. Returns the outcome of a failure, if any.
-    private func moveFromPreviousKeys() -> Outcome? {
-        guard !previousCodecs.isEmpty else { return nil }
+    /// launch, and never leaves both keys in use.
+    ///
+    /// An earlier key with a live value in `liveValues` is saved first, so storage holds its
+    /// newest value; if that save fails, the move stops there (the stale stored value is never
+    /// moved) and is tried again at the next load. Called with the `ioLock`s of this value and of
+    /// `liveValues` held.
+    ///
+    /// - Returns: The outcome of a failure, if any, and what to run once the locks are released:
+    ///   publishing the live values' saves, and writing what their emptied keys now hold into
+    ///   their cells.
+    private func moveFromPreviousKeys(
+        throughLiveValues liveValues: [String: any LiveStoredValue]
+    ) -> (Outcome?, [() -> Void]) {
+        guard !previousCodecs.isEmpty else { return (nil, []) }
+        var afterUnlocking: [() -> Void] = []
         do {
             var hasValue = try codec.load() != nil
             for previous in previousCodecs {
-                guard let representation = try previous.load() else { continue }
+                let live = liveValues[previous.key]
+                if let live {
+                    let (isSaved, publishSave) = live.flushForMoveLocked()
+                    afterUnlocking.append(publishSave)
+                    guard isSaved else { throw EarlierValueNotSaved(key: previous.key) }
+                }
+                guard let representation = try previous.codec.load() else { continue }
                 if !hasValue {
                     try codec.store(representation)
                     hasValue = true
                 }
-                try previous.store(nil)
+                try previous.codec.store(nil)
+                if let live { afterUnlocking.append(live.storageChangedLocked()) }
             }
-            return nil
+            return (nil, afterUnlocking)
         } catch {
-            return Outcome(
-                diagnostic: StoredValueRecovery.failure(
-                    "moving to key '\(key)'", key: key, in: codec.location, error: error))
+            return (
+                Outcome(
+                    diagnostic: StoredValueRecovery.failure(
+                        "moving to key '\(key)'", key: key, in: codec.location, error: error)),
+                afterUnlocking
+            )
+        }
+    }
+
+    /// Saves the newest value now, if it is not saved, for a key move that is about to copy what
+    /// storage holds; called with `ioLock` held, once.
+    ///
+    /// - Returns: Whether storage holds the newest value (or a value that is not saved at all:
+    ///   a value not loaded yet, or one that does not persist), and the publication of the save's
+    ///   outcome, to run once the locks are released.
+    func flushForMoveLocked() -> (isSaved: Bool, publish: () -> Void) {
+        guard isLoaded else { return (true, {}) }
+        let (outcome, ticket, _) = saveNewestLocked()
+        let isSaved: Bool
+        switch outcome.saveError {
+        case .some(.some): isSaved = false
+        case .some(.none), .none: isSaved = true
+        }
+        return (isSaved, { self.publish(outcome, ticket: ticket) })
+    }
+
+    /// Reads the key again at once, after a key move changed it; called with `ioLock` held.
+    ///
+    /// - Returns: What to run once the locks are released: writing what the key holds now (after
+    ///   a move, nothing: the default) into the cell as one outside change, as
+    ///   ``storageMayHaveChanged()`` would a little later.
+    func storageChangedLocked() -> () -> Void {
+        var outcome = Outcome()
+        let found = readStorageLocked(isSettled: false, outcome: &outcome)
+        return {
+            self.publish(outcome, ticket: nil)
+            if let found { self.applyOutside(found.value, readAt: found.generation) }
         }
     }
 
@@ -388,41 +494,48 @@ final class StoredValue<Value>: RetirableStoredValue, @unchecked Sendable {
     /// may be halfway through), then kept aside and reported; the value stays as it was.
     private func checkStorage(isSettled: Bool) {
         var outcome = Outcome()
-        let found: (value: Value, generation: UInt64)? = ioLock.withLock {
-            guard isLoaded else { return nil }
-            let representation: StoredRepresentation?
-            do {
-                representation = try codec.load()
-            } catch {
-                return nil
-            }
-            let fingerprint = representation?.fingerprint
-            guard fingerprint != knownFingerprint, fingerprint == nil || fingerprint != attemptedFingerprint else {
-                return nil
-            }
-            let newValue: Value
-            if let representation {
-                do {
-                    newValue = try codec.decode(representation)
-                } catch {
-                    if isSettled {
-                        knownFingerprint = fingerprint
-                        outcome = keepOutsideBadData(representation, error: error)
-                    } else {
-                        queue.asyncAfter(deadline: .now() + 0.15) { self.checkStorage(isSettled: true) }
-                    }
-                    return nil
-                }
-            } else {
-                newValue = defaultValue
-            }
-            knownFingerprint = fingerprint
-            attemptedFingerprint = nil
-            outcome.loadError = .some(nil)
-            return (newValue, lock.withLock { storeGeneration })
-        }
+        let found = ioLock.withLock { readStorageLocked(isSettled: isSettled, outcome: &outcome) }
         publish(outcome, ticket: nil)
         if let found { applyOutside(found.value, readAt: found.generation) }
+    }
+
+    /// ``checkStorage(isSettled:)``'s read, with `ioLock` held: the value to write into the cell,
+    /// if any, and the save generation it was read at; what to publish goes into `outcome`.
+    private func readStorageLocked(
+        isSettled: Bool,
+        outcome: inout Outcome
+    ) -> (value: Value, generation: UInt64)? {
+        guard isLoaded else { return nil }
+        let representation: StoredRepresentation?
+        do {
+            representation = try codec.load()
+        } catch {
+            return nil
+        }
+        let fingerprint = representation?.fingerprint
+        guard fingerprint != knownFingerprint, fingerprint == nil || fingerprint != attemptedFingerprint else {
+            return nil
+        }
+        let newValue: Value
+        if let representation {
+            do {
+                newValue = try codec.decode(representation)
+            } catch {
+                if isSettled {
+                    knownFingerprint = fingerprint
+                    outcome = keepOutsideBadData(representation, error: error)
+                } else {
+                    queue.asyncAfter(deadline: .now() + 0.15) { self.checkStorage(isSettled: true) }
+                }
+                return nil
+            }
+        } else {
+            newValue = defaultValue
+        }
+        knownFingerprint = fingerprint
+        attemptedFingerprint = nil
+        outcome.loadError = .some(nil)
+        return (newValue, lock.withLock { storeGeneration })
     }
 
     /// Writes a value read from storage into the cell as one change, which is not saved again,
@@ -485,6 +598,16 @@ private struct Outcome {
         self.loadError = loadError
         self.saveError = saveError
         self.diagnostic = diagnostic
+    }
+}
+
+/// Why a key move stopped: a live value of an earlier key could not be saved first, and moving
+/// what storage holds would move a stale value.
+private struct EarlierValueNotSaved: Error, CustomStringConvertible {
+    let key: String
+
+    var description: String {
+        "the newest value of the earlier key '\(key)' could not be saved first; the move is tried again at the next load"
     }
 }
 

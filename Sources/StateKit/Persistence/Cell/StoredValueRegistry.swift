@@ -3,7 +3,7 @@
 /// are reported.
 final class StoredValueRegistry: Sendable {
     private struct Entry {
-        weak var storedValue: (any RetirableStoredValue)?
+        weak var storedValue: (any LiveStoredValue)?
         let type: Any.Type
     }
 
@@ -41,8 +41,15 @@ final class StoredValueRegistry: Sendable {
             StoredValueRecovery.reportConflict(key: key, in: location, type: Value.self, claimedBy: conflictingType)
             return nil
         }
+        // Outside the lock: preparing takes `ioLock`s, and may look up other keys' live values.
         found?.prepare()
         return found
+    }
+
+    /// The live stored value of `key` at `location`, of whatever value type, or `nil` when none
+    /// is alive: one a container holds, or that only a save in flight keeps.
+    func liveStoredValue(key: String, location: String) -> (any LiveStoredValue)? {
+        entries.withLock { $0[location + "\u{0}" + key]?.storedValue }
     }
 }
 
@@ -62,7 +69,8 @@ extension StoredValue {
     ) -> StoredValue? {
         StoredValueRegistry.shared.storedValue(key: key, location: location) {
             StoredValue(
-                key: key, codec: codec(key), previousCodecs: previousKeys.map(codec), defaultValue: defaultValue,
+                key: key, location: location, codec: codec(key),
+                previousCodecs: previousKeys.map { ($0, codec($0)) }, defaultValue: defaultValue,
                 savesInline: savesInline)
         }
     }
@@ -87,9 +95,24 @@ extension StoredValue where Value: Codable & Sendable {
     }
 }
 
-/// A stored value of any type, as the registry sees one it may have to replace.
-protocol RetirableStoredValue: AnyObject, Sendable {
+/// A live stored value of any type, as the registry sees one it may have to replace, and as a
+/// key move sees the value of an earlier key that it must go through (see
+/// ``StoredValue/prepare()`` for the order its locks are taken in).
+protocol LiveStoredValue: AnyObject, Sendable {
+    /// Serialises the value's saves and reads of its storage.
+    var ioLock: Lock { get }
+
     /// If no container holds the value any more: finishes its pending save and stops it from
     /// saving or watching again, and returns `true`; otherwise returns `false`.
     func retire() -> Bool
+
+    /// Saves the newest value now if it is not saved, for a key move about to copy what storage
+    /// holds; called with ``ioLock`` held. Returns whether storage holds the newest value, and
+    /// what to run once the locks are released.
+    func flushForMoveLocked() -> (isSaved: Bool, publish: () -> Void)
+
+    /// Reads the key again at once, after a key move emptied it; called with ``ioLock`` held.
+    /// Returns what to run once the locks are released: writing what the key now holds into the
+    /// cell, as one outside change.
+    func storageChangedLocked() -> () -> Void
 }
