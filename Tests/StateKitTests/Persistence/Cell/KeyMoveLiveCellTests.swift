@@ -91,6 +91,34 @@ import Testing
         #expect(try place.stored(new) == "Grace")
     }
 
+    @Test func aMoveWaitsWhileTheEarlierCellsNewestValueCannotBeSaved() throws {
+        let storage = FaultyStorage()
+        let (old, new) = (uniqueKey() + "-displayName", uniqueKey() + "-username")
+        let earlier = PersistedState("", key: old, storage: storage)
+        earlier.modify("Ada")
+        earlier.flush()
+        storage.failSaves(1_000)
+        earlier.modify("Grace")
+
+        // Moving the stored "Ada" would lose "Grace": nothing moves, and the failure is reported.
+        var moved: PersistedState<String>? = PersistedState("", key: new, storage: storage, previousKeys: [old])
+        #expect(moved?.value == "")
+        #expect(earlier.value == "Grace")
+        #expect(try storage.base.load(forKey: old) == Data(#""Ada""#.utf8))
+        #expect(try storage.base.load(forKey: new) == nil)
+        let reported = DiagnosticsRecorder.diagnostics(involving: new)
+        #expect(reported.map(\.kind) == [.storageFailed])
+        #expect(reported.first?.message.contains("'\(old)'") == true)
+
+        // Once saves work again, the next first load of the key moves the newest value.
+        storage.failSaves(0)
+        moved = nil
+        moved = PersistedState("", key: new, storage: storage, previousKeys: [old])
+        #expect(moved?.value == "Grace")
+        #expect(earlier.value == "")
+        #expect(try storage.base.load(forKey: old) == nil)
+    }
+
     @Test func aRelaunchFindsTheValueUnderTheNewKeyOnlyAfterALiveCellMovedIt() throws {
         let directory = TemporaryDirectory()
         defer { directory.cleanUp() }
