@@ -20,8 +20,9 @@ public enum ChangeOrigin: String, Sendable, Hashable, Codable {
     /// Taken from a remote copy through a ``RemoteChannel``: a pull, or a conflict the server won.
     /// Remote-sync sinks do not send it back, and ``StateHistory`` never records or reverts it.
     case remote
-    /// Written to the container's storage outside this process (another process, a replaced file,
-    /// other code writing `UserDefaults`) and taken in by the storage watcher.
+    /// Written to the container's storage outside its containers (another process, a replaced
+    /// file, other code writing `UserDefaults`) and taken in by the storage watcher; or a key move
+    /// (`previousKeys`) that took the stored value to a new key, leaving the container its default.
     case external
     /// Made by ``StateHistory/undo()``.
     case undo

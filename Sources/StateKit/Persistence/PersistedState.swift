@@ -58,7 +58,9 @@ open class PersistedState<Value: Codable & Sendable>: MonitoredState<Value> {
     ///   - previousKeys: Keys the value was stored under by earlier releases, newest first. At the
     ///     first load, if `key` holds nothing, the value of the first of them that holds one is
     ///     stored under `key`, and every one of them is removed; a value under `key` wins. A
-    ///     kill -9 at any moment loses nothing: the move is finished at the next launch.
+    ///     kill -9 at any moment loses nothing: the move is finished at the next launch. A live
+    ///     container of an earlier key has its newest value moved, then holds its default (one
+    ///     ``ChangeOrigin/external`` change).
     public init(_ defaultValue: Value, key: String, storage: any StateStorage, previousKeys: [String] = []) {
         let persistence = StoredValue.shared(
             key: key, storage: storage, previousKeys: previousKeys, defaultValue: defaultValue)
