@@ -26,8 +26,9 @@ import Foundation
 ///   keys' live values together: it takes them in one order for every thread, by object
 ///   identity, so two values moving into each other's keys never wait for each other.
 /// - No `ioLock` holder takes the registry's lock: ``prepare()`` looks the earlier keys' live
-///   values up before it takes any `ioLock`. (The registry does take an `ioLock` under its own
-///   lock, to ``retire()`` a value; that is safe because of this rule.)
+///   values up before it takes any `ioLock`, and with them held reads only the registry's count
+///   of registrations, whose lock is taken last of all. (The registry does take an `ioLock` under
+///   its own lock, to ``retire()`` a value; that is safe because of this rule.)
 final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
     let key: String
     /// The storage's location, as the registry knows it.
@@ -123,22 +124,44 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
     /// default at once, as if another process had moved the key. Their `ioLock`s are held with
     /// this one's from the save to the read (see the type's lock order), so no save of theirs
     /// lands in between.
+    ///
+    /// The live values are looked up before the locks are taken; if the registry took in a value
+    /// meanwhile (it may hold an earlier key, and may even have loaded it), the locks are let go
+    /// and the look-up done again. A value of an earlier key made while the move runs is not
+    /// among those it goes through; it reads its key again once the move is done.
     func prepare() {
         // Every container of the key after the first finds it loaded, and looks nothing up.
         guard !ioLock.withLock({ isLoaded }) else { return }
-        let liveValues = liveValuesOfPreviousKeys()
-        let lockOrder = ([self] + liveValues.values).sorted { ObjectIdentifier($0) < ObjectIdentifier($1) }
-        let (outcome, afterUnlocking): (Outcome?, [() -> Void]) = Self.withIOLocks(of: lockOrder[...]) {
-            guard !isLoaded else { return (nil, []) }
-            isLoaded = true
-            let (moveFailure, afterMove) = moveFromPreviousKeys(throughLiveValues: liveValues)
-            let (loaded, outcome) = loadInitialValue()
-            cell.lock.withLock { cell.storedValue = loaded }
-            watchToken = codec.watch { [weak self] in self?.storageMayHaveChanged() }
-            return (outcome ?? moveFailure, afterMove)
+        let registry = StoredValueRegistry.shared
+        var liveValues: [String: any LiveStoredValue] = [:]
+        var result: (outcome: Outcome?, afterUnlocking: [() -> Void], hasLoaded: Bool)?
+        var attempts = 0
+        while result == nil {
+            attempts += 1
+            let registrations = registry.registrations
+            liveValues = liveValuesOfPreviousKeys()
+            let lockOrder = ([self] + liveValues.values).sorted { ObjectIdentifier($0) < ObjectIdentifier($1) }
+            result = Self.withIOLocks(of: lockOrder[...]) {
+                guard !isLoaded else { return (nil, [], false) }
+                // Bounded, so that a stream of new containers elsewhere cannot hold the load up.
+                guard previousCodecs.isEmpty || registry.registrations == registrations || attempts > 100 else {
+                    return nil
+                }
+                isLoaded = true
+                let (moveFailure, afterMove) = moveFromPreviousKeys(throughLiveValues: liveValues)
+                let (loaded, outcome) = loadInitialValue()
+                cell.lock.withLock { cell.storedValue = loaded }
+                watchToken = codec.watch { [weak self] in self?.storageMayHaveChanged() }
+                return (outcome ?? moveFailure, afterMove, true)
+            }
         }
-        if let outcome { publish(outcome, ticket: nil) }
-        for action in afterUnlocking { action() }
+        guard let result else { return }
+        if let outcome = result.outcome { publish(outcome, ticket: nil) }
+        for action in result.afterUnlocking { action() }
+        guard result.hasLoaded, !previousCodecs.isEmpty else { return }
+        for (previousKey, live) in liveValuesOfPreviousKeys() where live !== liveValues[previousKey] {
+            live.storageMayHaveChangedNow()
+        }
     }
 
     /// The live values, of any type, that hold the earlier keys in this storage, by key; never
@@ -410,6 +433,11 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
         case .some(.none), .none: isSaved = true
         }
         return (isSaved, { self.publish(outcome, ticket: ticket) })
+    }
+
+    /// Reads the key now, and writes what it holds into the cell if that is an outside change.
+    func storageMayHaveChangedNow() {
+        checkStorage(isSettled: false)
     }
 
     /// Reads the key again at once, after a key move changed it; called with `ioLock` held.

@@ -10,6 +10,9 @@ final class StoredValueRegistry: Sendable {
     static let shared = StoredValueRegistry()
 
     private let entries = LockedBox<[String: Entry]>([:])
+    /// How many values the registry has taken in, ever. Its lock is taken last of all (under the
+    /// registry's, or under a value's `ioLock`), so that a key move may read it with its locks held.
+    private let registrationCount = LockedBox<UInt64>(0)
 
     /// The live stored value of `key` at `location`, made by `make` and loaded if there is none.
     ///
@@ -35,6 +38,7 @@ final class StoredValueRegistry: Sendable {
             }
             let made = make()
             entries[name] = Entry(storedValue: made, type: Value.self)
+            registrationCount.withLock { $0 &+= 1 }
             return (made, nil)
         }
         if let conflictingType {
@@ -44,6 +48,12 @@ final class StoredValueRegistry: Sendable {
         // Outside the lock: preparing takes `ioLock`s, and may look up other keys' live values.
         found?.prepare()
         return found
+    }
+
+    /// How many values the registry has taken in so far: a key move that looked up live values
+    /// when it was `n` knows, if it is still `n`, that no value has been added since.
+    var registrations: UInt64 {
+        registrationCount.withLock { $0 }
     }
 
     /// The live stored value of `key` at `location`, of whatever value type, or `nil` when none
@@ -115,4 +125,8 @@ protocol LiveStoredValue: AnyObject, Sendable {
     /// Returns what to run once the locks are released: writing what the key now holds into the
     /// cell, as one outside change.
     func storageChangedLocked() -> () -> Void
+
+    /// Reads the key now (not after the watcher's delay), and writes what it holds into the cell
+    /// if that is a change made outside it; called with no lock held.
+    func storageMayHaveChangedNow()
 }
