@@ -67,9 +67,15 @@ infix operator <~ : StateBindingPrecedence
 /// Binds `target` to `source`: copies the source's current value into the target now and on
 /// every change.
 ///
-/// The binding keeps the target alive and lasts as long as the returned token. Bindings that
-/// loop back (`a <~ b` and `b <~ a`) settle once values are equal; a loop that never settles is
-/// cut by the cycle guard (``StateDiagnostics/maximumChainDepth``), not a hang.
+/// The binding keeps the target alive and lasts as long as the returned token.
+///
+/// Bindings that loop back (`a <~ b` and `b <~ a`, or a cycle `y <~ x`, `z <~ y`, `x <~ z`) settle,
+/// whatever threads write into them: every write of a bound container takes its place in one
+/// order of writes, a binding forwards a value with the place of the write it came from, and a
+/// target does not take a value older than its own newest write. Once writers stop, every
+/// container of the loop holds the newest write's value, within a second. So a one-way binding
+/// too never replaces a value written into the target after the source's: the source's next
+/// change is copied again.
 ///
 /// ```swift
 /// let binding = settings.theme <~ systemTheme
@@ -77,7 +83,7 @@ infix operator <~ : StateBindingPrecedence
 ///
 /// - Returns: The binding's subscription.
 public func <~ <Value: Sendable>(target: State<Value>, source: MonitoredState<Value>) -> Subscription {
-    source.subscribe { target.modify($0) }
+    BindingClock.bind(target, to: source)
 }
 
 /// Binds `target` to the projection `source` (see `<~` for containers).

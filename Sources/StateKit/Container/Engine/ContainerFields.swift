@@ -13,8 +13,9 @@
 struct ContainerFields<Value> {
     @usableFromInline
     var version: UInt64 = 0
-    /// Whether a change has anyone to tell (subscribers, projections, listeners or a hook); kept
-    /// equal to `runsHook || !audience.isEmpty` by ``State/audienceChangedLocked()``.
+    /// Whether a change has anyone to tell (subscribers, projections, listeners, a hook or a write
+    /// observer); kept equal to `runsHook || !audience.isEmpty || writeObserver != nil` by
+    /// ``State/audienceChangedLocked()``.
     @usableFromInline
     var hasAudience = false
     /// Whether some subscriber wants ``StateChange`` records (old value, timestamp); kept equal
@@ -142,10 +143,14 @@ extension State {
         _modify { yield &fields.pointee.projectionIndex }
     }
 
+    /// Set under the lock; a write observer makes every change one to tell (``hasAudience``).
     @inlinable
     var writeObserver: ((StateChange<Value>) -> Void)? {
         get { fields.pointee.writeObserver }
-        set { fields.pointee.writeObserver = newValue }
+        set {
+            fields.pointee.writeObserver = newValue
+            fields.pointee.audienceChanged()
+        }
     }
 }
 
@@ -155,7 +160,7 @@ extension ContainerFields {
     /// Recomputes the fast-path flags after the audience changed. Called with the lock held.
     @inlinable
     mutating func audienceChanged() {
-        hasAudience = runsHook || !audience.isEmpty
+        hasAudience = runsHook || !audience.isEmpty || writeObserver != nil
         wantsChangeRecords = audience.changeSubscriberCount > 0
     }
 
@@ -198,7 +203,8 @@ extension ContainerFields {
     func checkInvariants(claim: DeliveryClaim, key: @autoclosure () -> String) {
         #if DEBUG
         delivery.checkInvariants(claim: claim)
-        precondition(hasAudience == (runsHook || !audience.isEmpty), "'\(key())': hasAudience is stale")
+        precondition(
+            hasAudience == (runsHook || !audience.isEmpty || writeObserver != nil), "'\(key())': hasAudience is stale")
         precondition(
             wantsChangeRecords == (audience.changeSubscriberCount > 0), "'\(key())': wantsChangeRecords is stale")
         precondition(

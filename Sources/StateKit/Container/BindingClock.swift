@@ -1,0 +1,156 @@
+import Synchronization
+
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Bionic)
+import Bionic
+#endif
+
+/// Where the writes of a container that a binding joins stand in one order of all such writes, so
+/// that bindings which loop back settle (semantics 24).
+///
+/// Every write of such a container gets a stamp from one process-wide counter, under the
+/// container's lock, by the write observer the clock installs; a binding's own write takes the
+/// stamp of the write it forwards instead. A binding applies a forwarded value only when its stamp
+/// is newer than the stamp of the target's newest write: an older one lost the race to a write made
+/// since, and is dropped. Once writers stop, every container of a two-way binding or a cycle of
+/// bindings holds the value of the newest write in that order, however the deliveries interleaved.
+///
+/// The stamps are guarded by the clock's own lock, taken inside the container's lock, never the
+/// other way round.
+final class BindingClock: Sendable {
+    /// The stamp of every write a binding may forward, process-wide.
+    private static let counter = Atomic<UInt64>(0)
+    /// The clocks installed, one per container (or shared cell), held weakly: the container's
+    /// write observer holds its clock.
+    private static let clocks = LockedBox([ObjectIdentifier: WeakClock]())
+
+    private struct Stamps {
+        /// How many recent versions keep their stamp: a binding's handler that lags further behind
+        /// drops the change, whose newer ones follow it.
+        static let kept = 256
+
+        /// The stamp of the container's newest write.
+        var newest: UInt64 = 0
+        /// The stamp a binding's write on `thread` is about to take.
+        var forwarding: (thread: pthread_t, stamp: UInt64)?
+        /// The stamps of recent versions, at `version % kept`.
+        var recent = [(version: UInt64, stamp: UInt64)](repeating: (0, 0), count: kept)
+
+        mutating func note(version: UInt64, stamp: UInt64) {
+            newest = max(newest, stamp)
+            recent[Int(version % UInt64(Self.kept))] = (version, stamp)
+        }
+    }
+
+    private struct WeakClock {
+        weak var clock: BindingClock?
+    }
+
+    private let stamps = LockedBox(Stamps())
+
+    private init() {}
+
+    /// A stamp newer than every one handed out so far.
+    static func newStamp() -> UInt64 {
+        counter.add(1, ordering: .relaxed).newValue
+    }
+
+    /// The clock of `container`, installed with its write observer the first time a binding joins
+    /// it; its current value counts as written now.
+    static func of<Value>(_ container: State<Value>) -> BindingClock {
+        let id = ObjectIdentifier(container.deliveryClaim)
+        return clocks.withLock { table in
+            if let clock = table[id]?.clock { return clock }
+            if table.count >= 64 && table.count.isMultiple(of: 64) { table = table.filter { $0.value.clock != nil } }
+            let clock = BindingClock()
+            container.lock.withLock {
+                clock.noteWrite(version: container.storedVersion)
+                let earlier = container.writeObserver
+                container.writeObserver = { change in
+                    earlier?(change)
+                    clock.noteWrite(version: change.version)
+                }
+            }
+            table[id] = WeakClock(clock: clock)
+            return clock
+        }
+    }
+
+    /// Stamps the write that made `version`: a binding's on this thread takes the stamp it
+    /// forwards, any other a new one. Called under the container's lock.
+    private func noteWrite(version: UInt64) {
+        stamps.withLock { stamps in
+            if let forwarding = stamps.forwarding, pthread_equal(forwarding.thread, pthread_self()) != 0 {
+                stamps.forwarding = nil
+                stamps.note(version: version, stamp: forwarding.stamp)
+            } else {
+                stamps.note(version: version, stamp: Self.newStamp())
+            }
+        }
+    }
+
+    /// The stamp of the write that made `version`, or `nil` when it is too old to be kept.
+    func stamp(of version: UInt64) -> UInt64? {
+        stamps.withLock { stamps in
+            let entry = stamps.recent[Int(version % UInt64(Stamps.kept))]
+            return entry.version == version && entry.stamp != 0 ? entry.stamp : nil
+        }
+    }
+
+    /// Writes `value`, forwarded from a write stamped `stamp`, into `target`, whose clock this is,
+    /// unless the target's newest write is newer. An equal value is not written, but counts as
+    /// that write from now on.
+    func forward<Value>(_ value: Value, stamped stamp: UInt64, into target: State<Value>) {
+        let thread = pthread_self()
+        // Runs under the target's lock, right before the write (again after Observation's
+        // willSet, when observed): what it decides holds for the write that follows.
+        let rejection = target.write(unlessAlready: { current in
+            self.stamps.withLock { stamps in
+                let isOlder = stamp <= stamps.newest
+                let isEqual = !isOlder && (target.isEqual?(current, value) ?? false)
+                if isEqual { stamps.newest = stamp }
+                guard isOlder || isEqual else {
+                    stamps.forwarding = (thread, stamp)
+                    return false
+                }
+                if let forwarding = stamps.forwarding, pthread_equal(forwarding.thread, thread) != 0 {
+                    stamps.forwarding = nil
+                }
+                return true
+            }
+        }) { $0 = value }
+        guard let rejection else { return }
+        stamps.withLock { stamps in
+            if let forwarding = stamps.forwarding, pthread_equal(forwarding.thread, thread) != 0 {
+                stamps.forwarding = nil
+            }
+        }
+        rejection.report()
+    }
+}
+
+extension BindingClock {
+    /// `target <~ source` for containers: forwards the source's current value at once, as a write
+    /// made now, then each change with the stamp of the write that made it.
+    static func bind<Value: Sendable>(_ target: State<Value>, to source: MonitoredState<Value>) -> Subscription {
+        let targetClock = of(target)
+        let sourceClock = of(source)
+        let isFirstCall = LockedBox(true)
+        return source.addSubscriber(
+            queue: nil,
+            handler: .change { change in
+                let isFirst = isFirstCall.withLock { isFirst in
+                    defer { isFirst = false }
+                    return isFirst
+                }
+                guard let stamp = isFirst ? newStamp() : sourceClock.stamp(of: change.version) else { return }
+                targetClock.forward(change.newValue, stamped: stamp, into: target)
+            },
+            sendsCurrentValue: true)
+    }
+}

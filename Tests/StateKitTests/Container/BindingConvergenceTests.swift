@@ -1,0 +1,82 @@
+import Foundation
+import Testing
+
+@testable import StateKit
+
+/// Bindings that loop back settle (semantics 24): a forwarded value older than the target's newest
+/// write from elsewhere is not applied, so once writers stop every container of a two-way binding
+/// or a cycle of bindings holds the last write in one order of all writes, within a second.
+@Suite(.timeLimit(.minutes(1))) struct BindingConvergenceTests {
+    /// Waits, for at most `seconds`, until `values` gives one value twice in a row 50 ms apart,
+    /// with no version moving in between; returns that value, or `nil` when it never settled.
+    private func settled(
+        within seconds: Double, _ containers: [MonitoredState<Int>]
+    ) async throws -> Int? {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        var last: (values: [Int], versions: [UInt64])?
+        while ContinuousClock.now < deadline {
+            let now = (containers.map(\.value), containers.map(\.version))
+            if let last, last.values == now.0, last.versions == now.1, Set(now.0).count == 1 { return now.0[0] }
+            last = now
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return nil
+    }
+
+    /// One thread per container writes into it, for `duration` or 50,000 writes: the thread of
+    /// container `i` writes `n * count + i`, so each value names its writer. Returns each writer's
+    /// last value.
+    private static func write(for duration: Duration, into containers: [MonitoredState<Int>]) -> Set<Int> {
+        let deadline = ContinuousClock.now + duration
+        let lastValues = LockedBox(Set<Int>())
+        DispatchQueue.concurrentPerform(iterations: containers.count) { writer in
+            var n = 0
+            var value = writer
+            while n < 50_000 && ContinuousClock.now < deadline {
+                value = n * containers.count + writer
+                containers[writer] ~> value
+                n += 1
+            }
+            lastValues.withLock { _ = $0.insert(value) }
+        }
+        return lastValues.withLock { $0 }
+    }
+
+    @Test func aTwoWayBindingSettlesOnTheLastWriteAfterAStormOfEvenAndOddWrites() async throws {
+        let a = MonitoredState(0, key: uniqueKey("a"))
+        let b = MonitoredState(1, key: uniqueKey("b"))
+        let bindings = [a <~ b, b <~ a]
+        defer { for binding in bindings { binding.cancel() } }
+        let last = Self.write(for: .seconds(2), into: [a, b])
+        let value = try await settled(within: 1, [a, b])
+        #expect(value != nil, "still changing 1 s after the writers stopped: a \(a.value) v\(a.version), b \(b.value)")
+        #expect(value.map(last.contains) ?? false, "settled on \(value ?? -1), not one of the last writes \(last)")
+    }
+
+    @Test func aCycleOfThreeBindingsSettlesOnTheLastWrite() async throws {
+        let x = MonitoredState(0, key: uniqueKey("x"))
+        let y = MonitoredState(0, key: uniqueKey("y"))
+        let z = MonitoredState(0, key: uniqueKey("z"))
+        let bindings = [y <~ x, z <~ y, x <~ z]
+        defer { for binding in bindings { binding.cancel() } }
+        let last = Self.write(for: .seconds(2), into: [x, z])
+        let value = try await settled(within: 1, [x, y, z])
+        #expect(value != nil, "still changing 1 s after the writers stopped: \(x.value) \(y.value) \(z.value)")
+        #expect(value.map(last.contains) ?? false, "settled on \(value ?? -1), not one of the last writes \(last)")
+    }
+
+    @Test func aOneWayBindingStillCopiesTheCurrentValueAtOnceAndEveryChange() {
+        let source = MonitoredState(5, key: uniqueKey("source"))
+        let target = MonitoredState(0, key: uniqueKey("target"))
+        target ~> 9
+        let binding = target <~ source
+        #expect(target.value == 5)
+        source ~> 6
+        #expect(target.value == 6)
+        target ~> 7
+        #expect(target.value == 7)
+        source ~> 8
+        #expect(target.value == 8)
+        binding.cancel()
+    }
+}
