@@ -65,6 +65,45 @@ import Testing
         #expect(value.map(last.contains) ?? false, "settled on \(value ?? -1), not one of the last writes \(last)")
     }
 
+    /// A cycle of bindings written from two threads, each container with a subscriber that takes
+    /// 100 µs, beside an outside writer of an unrelated container and of one in the cycle: the
+    /// unrelated write never waits for the storm, the write into the storm keeps the liveness bound.
+    @Test func aStormStaysLocal() async throws {
+        let x = MonitoredState(0, key: uniqueKey("x"))
+        let y = MonitoredState(0, key: uniqueKey("y"))
+        let z = MonitoredState(0, key: uniqueKey("z"))
+        let unrelated = MonitoredState(0, key: uniqueKey("unrelated"))
+        let slow = [x, y, z].map { $0.subscribe { _ in usleep(100) } }
+        let bindings = [y <~ x, z <~ y, x <~ z]
+        defer { for token in bindings + slow { token.cancel() } }
+        let slowest = LockedBox((unrelated: Duration.zero, inStorm: Duration.zero))
+        let outside = Thread {
+            let clock = ContinuousClock()
+            let deadline = clock.now + .seconds(2)
+            var n = 0
+            while clock.now < deadline {
+                n += 1
+                let unrelatedWrite = clock.measure { unrelated ~> n }
+                let stormWrite = clock.measure { y.modify { $0 += 0 } }
+                slowest.withLock {
+                    $0.unrelated = max($0.unrelated, unrelatedWrite)
+                    $0.inStorm = max($0.inStorm, stormWrite)
+                }
+                usleep(1_000)
+            }
+        }
+        outside.start()
+        _ = Self.write(for: .seconds(2), into: [x, z])
+        while !outside.isFinished { try await Task.sleep(for: .milliseconds(10)) }
+        // The outside writer's writes into y are writes too: the storm settles on the newest.
+        let value = try await settled(within: 1, [x, y, z])
+        #expect(value != nil, "still changing 1 s after the writers stopped: \(x.value) \(y.value) \(z.value)")
+        while !outside.isFinished { try await Task.sleep(for: .milliseconds(10)) }
+        let (unrelatedWrite, stormWrite) = slowest.withLock { ($0.unrelated, $0.inStorm) }
+        #expect(unrelatedWrite < .milliseconds(250), "an unrelated write took \(unrelatedWrite)")
+        #expect(stormWrite < .milliseconds(250), "a write into the storm took \(stormWrite)")
+    }
+
     @Test func aOneWayBindingStillCopiesTheCurrentValueAtOnceAndEveryChange() {
         let source = MonitoredState(5, key: uniqueKey("source"))
         let target = MonitoredState(0, key: uniqueKey("target"))
