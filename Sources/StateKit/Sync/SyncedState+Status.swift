@@ -27,7 +27,11 @@ extension SyncedState {
         guard monitor === candidate else { return monitor }
         // Held weakly: the monitor holds the pipelines, which outlive their container while they drain.
         let observer = StatisticsObserver { [weak monitor] in monitor?.refresh() }
-        for pipeline in pipelines { _ = pipeline.statisticsObserver.install(observer) }
+        for pipeline in pipelines {
+            // A pipeline shared with the key's other containers may have another's observer.
+            let installed = pipeline.statisticsObserver.install(observer)
+            if installed !== observer { installed.add(observer) }
+        }
         // What changed between the monitor's first reading and the links' installation.
         monitor.refresh()
         return monitor

@@ -77,6 +77,8 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
     private var outcomeTicket: UInt64 = 0
     private var watchToken: AnyObject?
     private let publishedTicket = LockedTicket()
+    /// What other layers keep per cell, one of each type, made by the first to ask.
+    private let attachments = LockedBox<[ObjectIdentifier: AnyObject]>([:])
 
     /// Creates the cell of `key`; ``prepare()`` loads it.
     ///
@@ -107,6 +109,18 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
             queue: nil,
             handler: .value { [weak self] _ in self?.scheduleSave() },
             sendsCurrentValue: false)
+    }
+
+    /// The cell's one `Attachment`, made by `make` the first time it is asked for: what a layer
+    /// above keeps per cell (the synced containers' shared remote channels), for as long as the
+    /// cell lives. `make` runs under a lock of its own, never the cell's.
+    func attachment<Attachment: AnyObject>(_ make: () -> Attachment) -> Attachment {
+        attachments.withLock { attachments in
+            if let found = attachments[ObjectIdentifier(Attachment.self)] as? Attachment { return found }
+            let made = make()
+            attachments[ObjectIdentifier(Attachment.self)] = made
+            return made
+        }
     }
 
     /// Whether changes are saved: `false` when the stored data could be neither read nor moved

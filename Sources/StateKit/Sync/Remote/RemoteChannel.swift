@@ -7,7 +7,9 @@ import Foundation
 /// sink and its server last agreed on, kept with a persisted container's value across launches.
 ///
 /// The channel holds its container weakly (the container owns the sink that owns the channel);
-/// once the container is gone, reads return `nil` and writes do nothing.
+/// once the container is gone, reads return `nil` and writes do nothing. The channel of a sink
+/// shared by the persisted containers of one key (sinks of one `destination`) works
+/// through their shared cell instead, for as long as any of them lives.
 ///
 /// - Note: All operations on `RemoteChannel` are thread-safe.
 public final class RemoteChannel<Value: Sendable>: @unchecked Sendable {
@@ -17,19 +19,24 @@ public final class RemoteChannel<Value: Sendable>: @unchecked Sendable {
     /// unique among the container's remote sinks.
     public let recordName: String
     private let lock = Lock()
-    private weak var state: SyncedState<Value>?
+    /// The container, or the cell its key's persisted containers share. Guarded by `lock`.
+    private weak var state: MonitoredState<Value>?
+    /// Where a persisted container's value is saved, which must be done before a record may say
+    /// the value was sent. Guarded by `lock`.
+    private weak var persistence: StoredValue<Value>?
     private let records: SyncRecordStore
-    /// Whether the container keeps its value in storage, which must be saved before a record
-    /// may say the value was sent.
+    /// Whether the container keeps its value in storage.
     private let isPersisted: Bool
     /// The pipeline of the sink this channel was made for; held weakly, as the sink holds the
     /// channel and the pipeline holds the sink.
     private weak var pipeline: SinkPipeline<Value>?
 
+    /// A channel into `state` alone.
     init(state: SyncedState<Value>, recordName: String, records: SyncRecordStore) {
         self.key = state.key
         self.recordName = recordName
         self.state = state
+        self.persistence = state.persistence
         self.records = records
         self.isPersisted = state.persistence != nil
         let names = SyncedState<Value>.recordNames(of: state.pipelines.map(\.sink))
@@ -67,7 +74,27 @@ public final class RemoteChannel<Value: Sendable>: @unchecked Sendable {
         pipeline.load(load)
     }
 
-    private var container: SyncedState<Value>? {
+    /// A channel into the cell of `persistence`, shared by the persisted containers of its key
+    /// until ``detach()``.
+    init(cell persistence: StoredValue<Value>, recordName: String, records: SyncRecordStore) {
+        self.key = persistence.key
+        self.recordName = recordName
+        self.state = persistence.cell
+        self.persistence = persistence
+        self.records = records
+        self.isPersisted = true
+    }
+
+    /// The last container using a shared channel is gone: from now on it is as a released
+    /// container's.
+    func detach() {
+        lock.withLock {
+            state = nil
+            persistence = nil
+        }
+    }
+
+    private var container: MonitoredState<Value>? {
         lock.withLock { state }
     }
 
@@ -152,11 +179,12 @@ public final class RemoteChannel<Value: Sendable>: @unchecked Sendable {
     /// local change can follow. A persisted container's last value may not be saved yet, so its
     /// record stays unsent.
     public func recordAgreement(base: Data?, validator: String?, atVersion version: UInt64) {
-        guard let state = container else {
+        let (state, persistence) = lock.withLock { (self.state, self.persistence) }
+        guard let state else {
             if !isPersisted { records.agree(recordName, base: base, validator: validator, atVersion: version) }
             return
         }
-        state.persistence?.flush()
+        persistence?.flush()
         state.lock.withLock {
             records.agree(recordName, base: base, validator: validator, atVersion: version)
         }

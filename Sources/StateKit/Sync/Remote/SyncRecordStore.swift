@@ -1,6 +1,8 @@
 import Foundation
 
-/// The sync records of one synced container, one per remote-sync sink, and where they are kept.
+/// The sync records of one synced container, one per remote-sync sink, and where they are kept;
+/// the persisted containers of one key share one (``CellRemotes``), since they keep their records
+/// under one storage key.
 ///
 /// A local change marks every record unsent before its writer returns (``noteChange(_:)``, from
 /// the container's write observer), so the mark is in storage before the change's value is: a
@@ -53,6 +55,15 @@ final class SyncRecordStore: @unchecked Sendable {
                         + "the stored value is taken as not yet sent",
                     error: error))
             isDamaged = true
+        }
+    }
+
+    /// Adds the records `names` that it does not hold yet (a container that joined the key's
+    /// cell later, with remote sinks of its own), as its initializer adds them.
+    func include(_ names: [String]) {
+        lock.withLock {
+            for name in names where records[name] == nil { records[name] = SyncRecord(hasUnsentChanges: isDamaged) }
+            isAllUnsent = records.values.allSatisfy(\.hasUnsentChanges)
         }
     }
 
