@@ -53,7 +53,8 @@ import FoundationNetworking
 /// ```
 ///
 /// - Note: All operations on `HTTPSyncSink` are thread-safe; copies share what they know of the
-///   server, and one sink serves one container.
+///   server, and one sink serves one container, or every persisted container of one key in one
+///   storage that writes to its endpoint (``destination``).
 public struct HTTPSyncSink<Value: Sendable & Codable>: RemoteSyncSink {
     /// How the sink is fed; ``StateKit/SinkPolicy/latestValue`` unless given.
     public let policy: SinkPolicy
@@ -156,6 +157,10 @@ public struct HTTPSyncSink<Value: Sendable & Codable>: RemoteSyncSink {
         guard let change = changes.last else { return }
         try await engine.push(change)
     }
+
+    /// The endpoint's absolute URL: persisted containers of one key whose sinks write to one
+    /// endpoint share one of them (see ``StateKit/RemoteSyncSink/destination``).
+    public var destination: String? { endpoint.absoluteString }
 
     /// Takes the channel into the container; called by ``StateKit/SyncedState``.
     public func connect(_ channel: RemoteChannel<Value>) {

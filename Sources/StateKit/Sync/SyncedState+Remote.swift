@@ -17,12 +17,27 @@ extension SyncedState {
     /// Hands each ``RemoteSyncSink`` among the sinks a channel into this container, with its
     /// sync record; a record that says local changes are unsent (a launch after an offline edit
     /// or a kill) has the container's value sent again, conditionally on what the server held.
-    func connectRemoteSinks(records: SyncRecordStore, names: [String?], instance: String?) {
-        for (pipeline, name) in zip(pipelines, names) {
+    ///
+    /// A sink whose pipeline this container just made for its cell to share (`destinations`
+    /// names it) gets a channel into the cell instead, which outlives this container while
+    /// another of its key uses the pipeline; `remotes` feeds it from then on. Sinks without a
+    /// record name (not remote, or joined to a pipeline the cell already had) are skipped.
+    func connectRemoteSinks(
+        records: SyncRecordStore, names: [String?], instance: String?, sharedBy remotes: CellRemotes<Value>?,
+        destinations: [String?]
+    ) {
+        for ((pipeline, name), destination) in zip(zip(pipelines, names), destinations) {
             guard let name, let sink = pipeline.sink as? any RemoteSyncSink<Value> else { continue }
             let (value, version) = lock.withLock { (storedValue, storedVersion) }
             let record = records.record(name)
-            let channel = RemoteChannel(state: self, recordName: name, records: records)
+            let channel: RemoteChannel<Value>
+            if let destination, let remotes, let persistence {
+                channel = RemoteChannel(cell: persistence, recordName: name, records: records)
+                remotes.serve(
+                    destination, pipeline: pipeline, channel: channel, cell: persistence.cell, instance: instance)
+            } else {
+                channel = RemoteChannel(state: self, recordName: name, records: records)
+            }
             // Behind an outbox, the changes it logged and did not deliver are sent first.
             guard record.hasUnsentChanges, pipeline.log == nil || pipeline.statistics.pending == 0 else {
                 sink.connect(channel)

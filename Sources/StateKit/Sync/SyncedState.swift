@@ -26,8 +26,19 @@
 /// - Note: All operations on `SyncedState` are thread-safe. A subclass must restate
 ///   `@unchecked Sendable`.
 open class SyncedState<Value: Sendable>: MonitoredState<Value> {
+    /// One per sink, in order; those of a persisted key's remote sinks with a destination are
+    /// shared with the key's other containers (``CellRemotes``).
     let pipelines: [SinkPipeline<Value>]
     private var sinkSubscription: Subscription?
+    /// The cell's remote channels and records, when the container persists and has remote sinks.
+    private let cellRemotes: CellRemotes<Value>?
+    /// The pipelines of this container alone, which it closes when it goes.
+    private let ownPipelines: [SinkPipeline<Value>]
+    /// The destinations whose shared pipelines this container uses (made or joined): it is one
+    /// user of each.
+    private let sharedDestinations: [String]
+    /// The record names this container claimed for remote sinks it does not share.
+    private let ownRecordNames: [String]
     /// The shared stored value when the container persists (``init(_:key:storage:previousKeys:sinks:)-(_,_,_,_,[StateSink<Value>])``).
     let persistence: StoredValue<Value>?
     /// Behind ``syncStatus``, made the first time it is read.
@@ -59,9 +70,29 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
         persistence: StoredValue<Value>?,
         storage: (any StateStorage)?
     ) {
+        // The remote sinks of a persisted key are the cell's: one channel per destination, one
+        // record store. Set up one container at a time, so two made at once open one channel.
+        let remotes = persistence.flatMap { persistence in
+            storage.map { storage in
+                sinks.contains { $0 is any RemoteSyncSink<Value> }
+                    ? persistence.attachment { CellRemotes<Value>(key: key, storage: storage) } : nil
+            } ?? nil
+        }
+        remotes?.creation.lock()
+        defer { remotes?.creation.unlock() }
+        // A destination named twice in one container is shared once; its second sink is its own.
+        var named: Set<String> = []
+        let destinations = sinks.map { sink -> String? in
+            guard remotes != nil, let destination = (sink as? any RemoteSyncSink<Value>)?.destination else {
+                return nil
+            }
+            return named.insert(destination).inserted ? destination : nil
+        }
+        // A destination the cell already serves for a live container: its pipeline, one more user.
+        let joined = destinations.map { destination in destination.flatMap { remotes?.join($0) } }
         var openings: [(log: any LogBackedSink<Value>, opening: OutboxOpening)?] = []
-        for sink in sinks {
-            guard let log = sink as? any LogBackedSink<Value> else {
+        for (sink, joined) in zip(sinks, joined) {
+            guard joined == nil, let log = sink as? any LogBackedSink<Value> else {
                 openings.append(nil)
                 continue
             }
@@ -70,25 +101,42 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
         let lastVersion = openings.map { $0?.opening.lastVersion ?? 0 }.max() ?? 0
         // Versions continue only behind a log (storage keeps the value, not the version);
         // otherwise keys carry this instance's random part.
-        let logSinks = sinks.filter { $0 is any LogBackedSink<Value> }.count
+        let logSinks = zip(sinks, joined).filter { $0.0 is any LogBackedSink<Value> && $0.1 == nil }.count
         let continuesVersions = logSinks > 0 && openings.compactMap { $0 }.count == logSinks
         let instance = continuesVersions ? nil : Self.makeInstanceID()
-        let pipelines = zip(sinks, openings).map { sink, opened in
-            SinkPipeline(
-                sink: sink, key: key, startVersion: lastVersion, log: opened?.log,
-                firstPending: opened?.opening.firstPending)
+        let pipelines = zip(zip(sinks, openings), joined).map { made, joined in
+            joined
+                ?? SinkPipeline(
+                    sink: made.0, key: key, startVersion: lastVersion, log: made.1?.log,
+                    firstPending: made.1?.opening.firstPending)
         }
         self.pipelines = pipelines
         self.persistence = persistence
-        let recordNames = Self.recordNames(of: sinks)
-        // Without storage, the records of remote sinks behind an outbox are kept beside its log:
-        // what it replays at the next launch must go out on the ETag it was made against.
-        let outbox = sinks.lazy.compactMap { $0 as? any LogBackedSink<Value> }.first { $0 is any RemoteSyncSink<Value> }
-        let recordStorage =
-            storage ?? outbox.map { FileStateStorage(directory: $0.logFileURL.deletingLastPathComponent()) }
-        let records =
-            recordNames.isEmpty
-            ? nil : SyncRecordStore(key: key, storage: recordStorage, names: recordNames.compactMap { $0 })
+        var recordNames = Self.recordNames(of: sinks)
+        for index in recordNames.indices where joined[index] != nil { recordNames[index] = nil }
+        let records: SyncRecordStore?
+        let startsRecords: Bool
+        if let remotes {
+            let claimed = remotes.claimRecords(recordNames)
+            (recordNames, records, startsRecords) = claimed
+        } else {
+            // Without storage, the records of remote sinks behind an outbox are kept beside its
+            // log: what it replays at the next launch must go out on the ETag it was made against.
+            let outbox = sinks.lazy.compactMap { $0 as? any LogBackedSink<Value> }.first {
+                $0 is any RemoteSyncSink<Value>
+            }
+            let recordStorage =
+                storage ?? outbox.map { FileStateStorage(directory: $0.logFileURL.deletingLastPathComponent()) }
+            records =
+                recordNames.isEmpty
+                ? nil : SyncRecordStore(key: key, storage: recordStorage, names: recordNames.compactMap { $0 })
+            startsRecords = true
+        }
+        self.cellRemotes = remotes
+        self.sharedDestinations = destinations.compactMap { $0 }
+        let own = zip(pipelines, destinations).filter { $1 == nil }.map(\.0)
+        self.ownPipelines = own
+        self.ownRecordNames = zip(recordNames, destinations).compactMap { $1 == nil ? $0 : nil }
         super.init(defaultValue, key: key, joining: persistence?.cell)
         persistence?.add(self)
         let logs = openings.compactMap { $0?.log }
@@ -100,34 +148,41 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
         if let restored, let persistence {
             _ = persistence.adoptAtLaunch(restored.newValue, version: lastVersion, by: self)
         }
+        // The key's one record store is marked by the container that made it, for all.
+        let notedRecords = startsRecords ? records : nil
         lock.withLock {
             storedVersion = max(storedVersion, lastVersion)
             if let restored, persistence == nil { storedValue = restored.newValue }
-            records?.start(atVersion: storedVersion)
-            if !logs.isEmpty || records != nil {
+            notedRecords?.start(atVersion: storedVersion)
+            if !logs.isEmpty || notedRecords != nil {
                 // The key's other synced containers, sharing its cell, may log their own outboxes.
                 let earlier = writeObserver
                 writeObserver = { change in
                     earlier?(change)
-                    records?.noteChange(change.version, origin: change.origin)
+                    notedRecords?.noteChange(change.version, origin: change.origin)
                     let change = instance == nil ? change : change.made(by: instance)
                     for log in logs { log.record(change) }
                 }
             }
         }
-        // A remote sink is not handed the values it (or another remote sink) took from a remote
-        // copy: there is nothing to send, and nothing to count as sent.
-        let takingRemote = pipelines.filter { $0.log != nil || !($0.sink is any RemoteSyncSink<Value>) }
+        // This container feeds its own pipelines; the cell feeds those it shares. A remote sink is
+        // not handed the values it (or another remote sink) took from a remote copy: there is
+        // nothing to send, and nothing to count as sent.
+        let takingRemote = own.filter { $0.log != nil || !($0.sink is any RemoteSyncSink<Value>) }
         sinkSubscription = addSubscriber(
             queue: nil,
             handler: .change { change in
                 let change = instance == nil ? change : change.made(by: instance)
-                for pipeline in change.origin == .remote ? takingRemote : pipelines { pipeline.enqueue(change) }
+                for pipeline in change.origin == .remote ? takingRemote : own { pipeline.enqueue(change) }
             },
             sendsCurrentValue: false
         )
-        if let records { connectRemoteSinks(records: records, names: recordNames, instance: instance) }
-        for pipeline in pipelines { pipeline.start() }
+        if let records {
+            connectRemoteSinks(
+                records: records, names: recordNames, instance: instance, sharedBy: remotes,
+                destinations: zip(destinations, joined).map { $1 == nil ? $0 : nil })
+        }
+        for (pipeline, joined) in zip(pipelines, joined) where joined == nil { pipeline.start() }
     }
 
     /// Creates a container whose sinks are listed in a block.
@@ -171,7 +226,10 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
 
     deinit {
         sinkSubscription?.cancel()
-        for pipeline in pipelines { pipeline.close() }
+        for pipeline in ownPipelines { pipeline.close() }
+        // A shared pipeline is closed by its last user.
+        cellRemotes?.releaseNames(ownRecordNames)
+        for destination in sharedDestinations { cellRemotes?.leave(destination) }
     }
 
     /// Returns once every sink has received every change made before the call, or given it up

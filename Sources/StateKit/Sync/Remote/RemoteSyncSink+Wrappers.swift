@@ -12,6 +12,9 @@ extension NamedSink: RemoteSyncSink where Base: RemoteSyncSink {
     public func refresh() async throws {
         try await base.refresh()
     }
+
+    /// The base sink's destination.
+    public var destination: String? { base.destination }
 }
 
 /// An outbox around a remote-sync sink is one too: its container connects the wrapped sink.
@@ -25,4 +28,7 @@ extension DurableOutbox: RemoteSyncSink where Wrapped: RemoteSyncSink {
     public func refresh() async throws {
         try await wrapped.refresh()
     }
+
+    /// The wrapped sink's destination.
+    public var destination: String? { wrapped.destination }
 }
