@@ -182,4 +182,33 @@ import FoundationNetworking
             #expect(try await serverValue(server, url) == 400)
         }
     }
+
+    @Test(arguments: RealHTTPServer.Kind.allCases)
+    func twoContainersMadeAtOnceOpenOneChannel(kind: RealHTTPServer.Kind) async throws {
+        try await with(kind) { server async throws in
+            let directory = TemporaryDirectory()
+            defer { directory.cleanUp() }
+            let url = server.resource()
+            for round in 0..<30 {
+                let key = uniqueKey("madeAtOnce\(round)")
+                let requests = Collector<String>()
+                let conflicts = Collector<String>()
+                let made = Collector<SyncedState<Int>>()
+                let ready = Collector<Int>()
+                DispatchQueue.concurrentPerform(iterations: 2) { thread in
+                    // Both threads start making their container at once.
+                    ready.append(thread)
+                    while ready.count < 2 {}
+                    made.append(
+                        SyncedState(
+                            0, key: key, storage: .file(directory.url),
+                            sinks: [sink(server, url, requests: requests, conflicts: conflicts)]))
+                }
+                for state in made.all { #expect(await state.flush(timeout: .seconds(30))) }
+                // One engine: one load at start, not one per container.
+                #expect(requests.all.count == 1)
+                #expect(conflicts.all == [])
+            }
+        }
+    }
 }
