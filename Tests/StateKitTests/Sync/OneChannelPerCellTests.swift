@@ -211,4 +211,34 @@ import FoundationNetworking
             }
         }
     }
+
+    @Test(arguments: RealHTTPServer.Kind.allCases)
+    func anOutboxChannelOutlivesTheContainerThatOpenedIt(kind: RealHTTPServer.Kind) async throws {
+        try await with(kind) { server async throws in
+            let directory = TemporaryDirectory()
+            defer { directory.cleanUp() }
+            let url = server.resource()
+            let key = uniqueKey()
+            let outbox = directory.url.appending(path: "outbox.log")
+            let requests = Collector<String>()
+            let conflicts = Collector<String>()
+            func outboxSink() -> [any StateSink<Int>] {
+                [DurableOutbox(fileURL: outbox, wrapping: sink(server, url, requests: requests, conflicts: conflicts))]
+            }
+            var first: SyncedState<Int>? = SyncedState(0, key: key, storage: .file(directory.url), sinks: outboxSink())
+            let second = SyncedState(0, key: key, storage: .file(directory.url), sinks: outboxSink())
+            increment(try #require(first), second, count: 100)
+            first = nil
+            DispatchQueue.concurrentPerform(iterations: 2) { _ in
+                for _ in 0..<100 { second.modify { $0 += 1 } }
+            }
+            #expect(await second.flush(timeout: .seconds(30)))
+            #expect(second.statistics.count == 1)
+            #expect(second.statistics[0].pending == 0)
+            #expect(conflicts.all == [])
+            #expect(discarded(key) == 0)
+            #expect(try await serverValue(server, url) == 400)
+            #expect(second.value == 400)
+        }
+    }
 }
