@@ -32,7 +32,7 @@ extension SyncedState {
             let record = records.record(name)
             let channel: RemoteChannel<Value>
             if let destination, let remotes, let persistence {
-                channel = RemoteChannel(cell: persistence, recordName: name, records: records)
+                channel = RemoteChannel(cell: persistence, recordName: name, records: records, pipeline: pipeline)
                 remotes.serve(
                     destination, pipeline: pipeline, channel: channel, cell: persistence.cell, instance: instance)
             } else {

@@ -75,14 +75,20 @@ public final class RemoteChannel<Value: Sendable>: @unchecked Sendable {
     }
 
     /// A channel into the cell of `persistence`, shared by the persisted containers of its key
-    /// until ``detach()``.
-    init(cell persistence: StoredValue<Value>, recordName: String, records: SyncRecordStore) {
+    /// until ``detach()``, for the sink of the shared `pipeline`.
+    init(
+        cell persistence: StoredValue<Value>, recordName: String, records: SyncRecordStore,
+        pipeline: SinkPipeline<Value>
+    ) {
         self.key = persistence.key
         self.recordName = recordName
         self.state = persistence.cell
         self.persistence = persistence
         self.records = records
         self.isPersisted = true
+        self.pipeline = pipeline
+        // Connected: its destination has yet to answer, and the status says so until it does.
+        pipeline.awaitFirstContact()
     }
 
     /// The last container using a shared channel is gone: from now on it is as a released
