@@ -4,6 +4,7 @@
 /// Code off the hot paths keeps its shared mutable state in one of these instead of in `var`s
 /// beside a lock and a comment naming which lock guards them:
 ///
+/// <!-- no-check: package API, which the examples' package cannot see -->
 /// ```swift
 /// let count = LockedBox(0)
 /// count.withLock { $0 += 1 }

@@ -58,9 +58,12 @@ public final class RemoteChannel<Value: Sendable>: @unchecked Sendable {
     /// ``SinkStatistics/lastError`` until a load or a send succeeds.
     ///
     /// ```swift
-    /// func connect(_ channel: RemoteChannel<Profile>) {
-    ///     self.channel = channel
-    ///     channel.loadAtStart { try await self.pull() }
+    /// struct ProfileSink: RemoteSyncSink {
+    ///     func send(_ changes: [StateChange<Int>]) async throws {}
+    ///     func refresh() async throws {}
+    ///     func connect(_ channel: RemoteChannel<Int>) {
+    ///         channel.loadAtStart { try await refresh() }
+    ///     }
     /// }
     /// ```
     ///
