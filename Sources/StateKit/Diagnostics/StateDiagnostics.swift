@@ -58,13 +58,20 @@ public struct StateDiagnostic: Sendable, CustomStringConvertible {
 ///
 /// - Note: All operations on `StateDiagnostics` are thread-safe.
 public enum StateDiagnostics {
-    private static let currentHandler = LockedBox<@Sendable (StateDiagnostic) -> Void>(standardError)
+    /// The handler in a struct, so that the generic box stores the closure as it is: stored as a
+    /// bare function value, each get and set wrapped it in one more reabstraction thunk, and a
+    /// handler read and set again thousands of times overflowed the stack when called.
+    private struct Handler: Sendable {
+        let call: @Sendable (StateDiagnostic) -> Void
+    }
+
+    private static let currentHandler = LockedBox(Handler(call: standardError))
     private static let currentMaximumChainDepth = Atomic<Int>(100_000)
 
     /// Receives every diagnostic. The default prints ``StateDiagnostic/description`` to standard error.
     public static var handler: @Sendable (StateDiagnostic) -> Void {
-        get { currentHandler.withLock { $0 } }
-        set { currentHandler.withLock { $0 = newValue } }
+        get { currentHandler.withLock { $0.call } }
+        set { currentHandler.withLock { $0 = Handler(call: newValue) } }
     }
 
     /// How many handler-triggered writes may follow one another before StateKit calls it a cycle.
