@@ -23,6 +23,8 @@ enum SyncStep: String {
     /// The sink has the answer to the `PUT` of `orange` and is reading the new `ETag` back (a
     /// server that sends none with a `PUT`, Apache); the record is not saved yet.
     case answerReceived = "answer-received"
+    /// The server took `orange`, and the record of that agreement is saved after the value.
+    case agreementSaved = "agreement-saved"
 }
 
 /// The network the helper's sink meets: online, offline (every request fails before it is
@@ -124,6 +126,10 @@ func stop(at step: SyncStep, _ state: SyncedState<Paint>, key: String, directory
     switch step {
     case .baseSaved:
         await syncTeal(state)
+    case .agreementSaved:
+        await syncTeal(state)
+        state.modify(Paint(color: "orange"))
+        await state.flush()
     case .changeSaved:
         await syncTeal(state)
         network.goOffline()

@@ -35,7 +35,8 @@ import StateKitHTTP
 //     "at <step>" and waits to be killed. Steps: base-saved (teal synced), change-saved (orange
 //     saved offline, nothing sent), request-sent (the PUT of orange reached the server, its answer
 //     is never heard), answer-received (the answer came and the ETag is being read back, before
-//     the sync record is saved: only with a server that sends no ETag with a PUT, Apache).
+//     the sync record is saved: only with a server that sends no ETag with a PUT, Apache),
+//     agreement-saved (orange synced, and its agreement saved after the value).
 //   statekit-sinks-helper sync-count <outbox> <key> <url> <client-wins|server-wins> <authorization> [<directory>]
 //     an Int container synced to <url> through a DurableOutbox at <outbox>, persisted in file
 //     storage at <directory> when given: waits for its load at start, prints "counting from

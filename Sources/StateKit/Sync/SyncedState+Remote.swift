@@ -50,9 +50,7 @@ extension SyncedState {
                 // hold against the server's value. Recorded before the sink is connected: its
                 // load at start reads the record once the server answers, and took the default
                 // value for an unsent edit when this thread was slower than the server.
-                lock.withLock {
-                    records.agree(name, base: record.base, validator: record.validator, atVersion: version)
-                }
+                records.agree(name, base: record.base, validator: record.validator, atVersion: version)
                 sink.connect(channel)
                 continue
             }

@@ -41,6 +41,8 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
     private let ownRecordNames: [String]
     /// The shared stored value when the container persists (``init(_:key:storage:previousKeys:sinks:)-(_,_,_,_,[StateSink<Value>])``).
     let persistence: StoredValue<Value>?
+    /// Where its remote sinks' sync records are kept, when it has remote sinks.
+    private let recordStore: SyncRecordStore?
     /// Behind ``syncStatus``, made the first time it is read.
     let statusMonitor = OnceInstalledReference<SyncStatusMonitor<Value>>()
 
@@ -75,7 +77,7 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
         let remotes = persistence.flatMap { persistence in
             storage.map { storage in
                 sinks.contains { $0 is any RemoteSyncSink<Value> }
-                    ? persistence.attachment { CellRemotes<Value>(key: key, storage: storage) } : nil
+                    ? persistence.attachment { CellRemotes<Value>(key: key, storage: storage, cell: persistence) } : nil
             } ?? nil
         }
         remotes?.creation.lock()
@@ -133,6 +135,7 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
             startsRecords = true
         }
         self.cellRemotes = remotes
+        self.recordStore = records
         self.sharedDestinations = destinations.compactMap { $0 }
         let own = zip(pipelines, destinations).filter { $1 == nil }.map(\.0)
         self.ownPipelines = own
@@ -156,8 +159,9 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
             notedRecords?.start(atVersion: storedVersion)
             if !logs.isEmpty || notedRecords != nil {
                 // The key's other synced containers, sharing its cell, may log their own outboxes.
+                // The store holds the cell: held weakly here, as the cell holds the observer.
                 let earlier = writeObserver
-                writeObserver = { change in
+                writeObserver = { [weak notedRecords] change in
                     earlier?(change)
                     notedRecords?.noteChange(change.version, origin: change.origin)
                     let change = instance == nil ? change : change.made(by: instance)
@@ -299,6 +303,8 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
             if Task.isCancelled { return }
             await pipeline.flush(waitsThroughPause: waitsThroughPauses)
         }
+        // What the sends agreed on is stored on the ledger's queue, after the value.
+        await recordStore?.flush()
         // A pipeline's last refresh may still be on its way when its flush returns: once flushed,
         // the status says so.
         statusMonitor.current?.refresh()

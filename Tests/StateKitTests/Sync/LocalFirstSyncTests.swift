@@ -61,6 +61,7 @@ import FoundationNetworking
         case changeSaved = "change-saved"
         case requestSent = "request-sent"
         case answerReceived = "answer-received"
+        case agreementSaved = "agreement-saved"
 
         /// What the user last wrote when the child was killed at this step.
         var userValue: Paint { self == .baseSaved ? LocalFirstSyncTests.teal : LocalFirstSyncTests.orange }
@@ -587,8 +588,8 @@ import FoundationNetworking
             let serverHeld = try #require(try await serverValue(server, url))
             #expect(serverHeld == ([.baseSaved, .changeSaved].contains(step) ? Self.teal : Self.orange))
             let record = try #require(try storedRecord(key, directory))
-            #expect(record.hasUnsentChanges == (step != .baseSaved))
-            #expect(record.base == (try JSONEncoder().encode(Self.teal)))
+            #expect(record.hasUnsentChanges == ![.baseSaved, .agreementSaved].contains(step))
+            #expect(record.base == (try JSONEncoder().encode(step == .agreementSaved ? Self.orange : Self.teal)))
             let recordedETag = try #require(record.validator)
 
             // After "request sent", the relaunch does not load first, so its PUT meets the 412 and
@@ -615,7 +616,7 @@ import FoundationNetworking
             case .requestSent:
                 #expect(network.puts.map(\.ifMatch) == [recordedETag], "\(requests)")
                 #expect(requests.dropFirst().first?.method == "GET", "\(requests)")  // 412: read the server
-            case .answerReceived:
+            case .answerReceived, .agreementSaved:
                 #expect(requests.map(\.method) == ["GET"], "\(requests)")
                 #expect(requests.first?.ifNoneMatch == recordedETag)
             }

@@ -51,22 +51,15 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
     private var changes: Subscription?
     // Guarded by `lock`.
     private var members: [WeakContainer<Value>] = []
-    /// The newest version of the cell that storage holds (or that needs no save).
-    private var savedVersion: UInt64 = 0
-    /// The version of the change that wrote an outside value into the cell: not saved again.
-    private var outsideVersion: UInt64?
-    /// The newest version, when it could not be encoded, and why: its error stands until a later
-    /// version is saved, and saving it is not retried (encoding it again would fail again).
-    private var unencodable: (version: UInt64, error: any Error)?
+    /// What the cell has saved and sent.
+    private var ledger = CellLedger(savesValue: true)
+    /// Where the records of the cell's remote destinations are kept, once a synced container of
+    /// the key made them: its saves store them around the value, as the ledger says. Weak: the
+    /// store keeps the cell (and so its ledger) alive while a remote channel uses it.
+    private weak var recordStore: SyncRecordStore?
     private var isSaveScheduled = false
     private var isCheckScheduled = false
-    private var failedSaves = 0
     private var persisting = true
-    /// The last save failure reported, so that a failure that persists is reported once.
-    private var reportedFailure: String?
-    /// Counts the saves that may have reached storage, so that a value read from storage is not
-    /// written into the cell after a save replaced it.
-    private var storeGeneration: UInt64 = 0
     // Guarded by `ioLock`.
     private var isLoaded = false
     /// What storage holds, as last read or successfully written.
@@ -255,6 +248,12 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
 
     // MARK: Saving
 
+    /// Keeps the records of the cell's remote destinations in `store` from now on: every save
+    /// stores them around the value, as the ledger says.
+    func keepRecords(in store: SyncRecordStore) {
+        lock.withLock { recordStore = store }
+    }
+
     func retire() -> Bool {
         guard lock.withLock({ members.allSatisfy { $0.container == nil } }) else { return false }
         flush()
@@ -286,11 +285,7 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
     /// After a failed background save, tries again later (0.1 s, doubling, at most 30 s), while
     /// the newest value is not saved.
     private func scheduleRetry() {
-        let delay = lock.withLock {
-            failedSaves += 1
-            return min(30, 0.1 * pow(2, Double(min(failedSaves - 1, 9))))
-        }
-        scheduleSave(after: delay)
+        scheduleSave(after: lock.withLock { ledger.retryDelay })
     }
 
     /// Writes the cell's newest value unless it is already saved. Returns whether that is done
@@ -308,26 +303,36 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
 
     /// ``saveNewest()``'s work, with `ioLock` held: returns the outcome to publish once it is
     /// released, its ticket, and whether saving is done with.
+    ///
+    /// The ledger says what to write (``CellLedger/beginSave(version:)``): a local change's unsent
+    /// mark goes into the records before the value, and an agreement's records after it.
     private func saveNewestLocked() -> (outcome: Outcome, ticket: UInt64, isDone: Bool) {
         outcomeTicket &+= 1
         let ticket = outcomeTicket
         let (newest, newestVersion) = cell.lock.withLock { (cell.storedValue, cell.storedVersion) }
-        let (isPersisting, isSaved, unencodableError): (Bool, Bool, (any Error)?) = lock.withLock {
-            // A value that came from storage is there already.
-            if newestVersion == outsideVersion { savedVersion = max(savedVersion, newestVersion) }
-            let unencodableError = unencodable.flatMap { $0.version == newestVersion ? $0.error : nil }
-            return (persisting, newestVersion <= savedVersion, unencodableError)
-        }
+        let (isPersisting, plan) = lock.withLock { (persisting, ledger.beginSave(version: newestVersion)) }
         guard isPersisting else { return (Outcome(), ticket, true) }
-        // Storage holds the newest value: no save error, whichever save put it there (one that
-        // succeeded on another thread may not have published yet, and its outcome is older).
-        guard !isSaved else { return (Outcome(saveError: .some(nil)), ticket, true) }
-        if let unencodableError { return (Outcome(saveError: .some(unencodableError)), ticket, true) }
+        let recordsFirst: [String: SyncRecord]?
+        switch plan {
+        case .upToDate:
+            // Storage holds the newest value, whichever save put it there (one that succeeded on
+            // another thread may not have published yet); an agreement may have left records.
+            if let failed = storeRecords(nil, version: newestVersion) { return (failed, ticket, false) }
+            lock.withLock { ledger.saveSucceeded(version: newestVersion) }
+            return (Outcome(saveError: .some(nil)), ticket, true)
+        case .unencodable(let error):
+            return (Outcome(saveError: .some(error)), ticket, true)
+        case .write(let first):
+            recordsFirst = first
+        }
+        if let recordsFirst, let failed = storeRecords(recordsFirst, version: newestVersion) {
+            return (failed, ticket, false)
+        }
         let representation: StoredRepresentation?
         do {
             representation = try codec.encode(newest)
         } catch {
-            lock.withLock { self.unencodable = (newestVersion, error) }
+            lock.withLock { ledger.encodeFailed(version: newestVersion, error: error) }
             return (
                 Outcome(
                     saveError: .some(error),
@@ -338,34 +343,39 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
             )
         }
         if representation?.fingerprint != knownFingerprint {
-            lock.withLock { storeGeneration &+= 1 }
+            _ = lock.withLock { ledger.writeStarted() }
             do {
                 try codec.store(representation)
             } catch {
                 attemptedFingerprint = representation?.fingerprint
-                return (failedSave(error), ticket, false)
+                return (failedSave(error, version: newestVersion), ticket, false)
             }
         }
         knownFingerprint = representation?.fingerprint
         attemptedFingerprint = nil
-        lock.withLock {
-            savedVersion = max(savedVersion, newestVersion)
-            failedSaves = 0
-            reportedFailure = nil
-            unencodable = nil
-        }
+        lock.withLock { ledger.saveSucceeded(version: newestVersion) }
+        if let failed = storeRecords(nil, version: newestVersion) { return (failed, ticket, false) }
         return (Outcome(saveError: .some(nil)), ticket, true)
+    }
+
+    /// Stores `records`, or what the ledger says to store now when `nil`, in the record store;
+    /// with `ioLock` held. Returns the outcome of a failure.
+    private func storeRecords(_ records: [String: SyncRecord]?, version: UInt64) -> Outcome? {
+        let (store, toStore) = lock.withLock { (recordStore, records ?? ledger.recordsToStore()) }
+        guard let store, let toStore else { return nil }
+        do {
+            try store.write(toStore)
+        } catch {
+            return failedSave(error, version: version)
+        }
+        lock.withLock { ledger.recordsStored(toStore) }
+        return nil
     }
 
     /// The outcome of a failed save: the error, and a diagnostic unless the same failure was
     /// reported already (a full disk is reported once, not once per retry).
-    private func failedSave(_ error: any Error) -> Outcome {
-        let description = "\(error)"
-        let isNew = lock.withLock {
-            guard reportedFailure != description else { return false }
-            reportedFailure = description
-            return true
-        }
+    private func failedSave(_ error: any Error, version: UInt64) -> Outcome {
+        let isNew = lock.withLock { ledger.saveFailed(version: version, error) }
         return Outcome(
             saveError: .some(error),
             diagnostic: isNew ? StoredValueRecovery.failure("saving", key: key, in: codec.location, error: error) : nil)
@@ -577,7 +587,7 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
         knownFingerprint = fingerprint
         attemptedFingerprint = nil
         outcome.loadError = .some(nil)
-        return (newValue, lock.withLock { storeGeneration })
+        return (newValue, lock.withLock { ledger.storeGeneration })
     }
 
     /// Writes a value read from storage into the cell as one change, which is not saved again,
@@ -599,8 +609,8 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
                 }
                 let version = cell.storedVersion &+ 1
                 return self.lock.withLock {
-                    guard self.storeGeneration == generation else { return true }
-                    self.outsideVersion = isRefused ? nil : version
+                    guard self.ledger.storeGeneration == generation else { return true }
+                    self.ledger.outsideValueApplied(isRefused ? nil : version)
                     return false
                 }
             },
@@ -685,5 +695,19 @@ public struct SavingStopped: Error, Sendable, CustomStringConvertible {
     public var description: String {
         "not saving '\(key)' in \(location): the stored value could be neither read nor moved aside (\(reason)), "
             + "so changes stay in memory"
+    }
+}
+
+extension StoredValue: LedgerHost {
+    func withLedger<Result>(_ body: (inout CellLedger) -> Result) -> Result {
+        lock.withLock { body(&ledger) }
+    }
+
+    func storeLedgerSoon() {
+        scheduleSave()
+    }
+
+    func flushLedger() async {
+        await flushOffThePool()
     }
 }

@@ -31,16 +31,20 @@ final class CellRemotes<Value: Sendable>: @unchecked Sendable {
     /// both open a destination's channel.
     let creation = Lock()
     private let storage: any StateStorage
+    /// The cell whose ledger holds the records; weak, as the cell keeps this object.
+    private weak var cell: StoredValue<Value>?
     private let lock = Lock()
     // Guarded by `lock`.
     private var remotes: [String: Remote] = [:]
     /// How many live users hold each record name.
     private var claimedNames: [String: Int] = [:]
-    private var store: SyncRecordStore?
+    /// Weak: the channels keep it; one made again later finds the cell's ledger as it was.
+    private weak var store: SyncRecordStore?
 
-    init(key: String, storage: any StateStorage) {
+    init(key: String, storage: any StateStorage, cell: StoredValue<Value>) {
         self.key = key
         self.storage = storage
+        self.cell = cell
     }
 
     /// The pipeline serving `destination`, now with one more user, or `nil` when none does.
@@ -64,7 +68,7 @@ final class CellRemotes<Value: Sendable>: @unchecked Sendable {
                 return name
             }
             let isNew = store == nil
-            let records = store ?? SyncRecordStore(key: key, storage: storage, names: [])
+            let records = store ?? SyncRecordStore(key: key, storage: storage, names: [], cell: cell)
             store = records
             records.include(claimed.compactMap { $0 })
             return (claimed, records, isNew)

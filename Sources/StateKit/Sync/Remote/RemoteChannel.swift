@@ -21,9 +21,6 @@ public final class RemoteChannel<Value: Sendable>: @unchecked Sendable {
     private let lock = Lock()
     /// The container, or the cell its key's persisted containers share. Guarded by `lock`.
     private weak var state: MonitoredState<Value>?
-    /// Where a persisted container's value is saved, which must be done before a record may say
-    /// the value was sent. Guarded by `lock`.
-    private weak var persistence: StoredValue<Value>?
     private let records: SyncRecordStore
     /// Whether the container keeps its value in storage.
     private let isPersisted: Bool
@@ -36,7 +33,6 @@ public final class RemoteChannel<Value: Sendable>: @unchecked Sendable {
         self.key = state.key
         self.recordName = recordName
         self.state = state
-        self.persistence = state.persistence
         self.records = records
         self.isPersisted = state.persistence != nil
         let names = SyncedState<Value>.recordNames(of: state.pipelines.map(\.sink))
@@ -86,7 +82,6 @@ public final class RemoteChannel<Value: Sendable>: @unchecked Sendable {
         self.key = persistence.key
         self.recordName = recordName
         self.state = persistence.cell
-        self.persistence = persistence
         self.records = records
         self.isPersisted = true
         self.pipeline = pipeline
@@ -99,7 +94,6 @@ public final class RemoteChannel<Value: Sendable>: @unchecked Sendable {
     func detach() {
         lock.withLock {
             state = nil
-            persistence = nil
         }
     }
 
@@ -180,22 +174,19 @@ public final class RemoteChannel<Value: Sendable>: @unchecked Sendable {
 
     /// Records that the server now holds `base` (encoded as the sink encodes values) under
     /// `validator`, as of the container's `version`: local changes made after that version stay
-    /// unsent. A persisted container first saves its value, then the record, so a kill at any
-    /// moment leaves a record that never claims more than storage holds.
+    /// unsent.
+    ///
+    /// It returns at once: the cell's ledger (``syncRecord`` reads it) takes the agreement now,
+    /// and stores it on the cell's own queue, after the value it agreed on, so a kill at any
+    /// moment leaves a record that never claims more than storage holds. ``SyncedState/flush()``
+    /// waits for that store.
     ///
     /// Once the container is gone, the agreement on a change its outbox still delivered is
     /// recorded only for a container without storage: the value is in the outbox's log, and no
     /// local change can follow. A persisted container's last value may not be saved yet, so its
     /// record stays unsent.
     public func recordAgreement(base: Data?, validator: String?, atVersion version: UInt64) {
-        let (state, persistence) = lock.withLock { (self.state, self.persistence) }
-        guard let state else {
-            if !isPersisted { records.agree(recordName, base: base, validator: validator, atVersion: version) }
-            return
-        }
-        persistence?.flush()
-        state.lock.withLock {
-            records.agree(recordName, base: base, validator: validator, atVersion: version)
-        }
+        guard container != nil || !isPersisted else { return }
+        records.agree(recordName, base: base, validator: validator, atVersion: version)
     }
 }

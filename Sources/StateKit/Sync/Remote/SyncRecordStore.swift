@@ -1,17 +1,19 @@
 import Foundation
 
-/// The sync records of one synced container, one per remote-sync sink, and where they are kept;
-/// the persisted containers of one key share one (``CellRemotes``), since they keep their records
-/// under one storage key.
+/// Where the sync records of one cell's remote destinations are kept: the records themselves are
+/// the cell's ledger's (``CellLedger``), this object reads them at launch and writes them when the
+/// ledger says so. The persisted containers of one key share one (``CellRemotes``), since they
+/// keep their records under one storage key.
 ///
-/// A local change marks every record unsent before its writer returns (``noteChange(_:)``, from
-/// the container's write observer), so the mark is in storage before the change's value is: a
-/// kill at any moment never leaves a saved local value whose record says "sent". A sink clears
-/// the mark (``agree(_:base:validator:atVersion:)``) only after the value it agreed on is saved,
-/// and only when no local change came after the one the server took. Both run under the
-/// container's lock, so the records are saved in the order of the changes they follow.
+/// A local change marks every record unsent before its writer returns (``noteChange(_:origin:)``,
+/// from the container's write observer), in the ledger; a persisted cell stores the mark before
+/// the change's value, so a kill at any moment never leaves a saved local value whose record says
+/// "sent". An agreement (``agree(_:base:validator:atVersion:)``) is stored only once the value it
+/// agreed on is saved. No write runs on the writer's thread or under a container's lock: the
+/// ledger's holder stores the records on the cell's queue, and ``flush()`` awaits it.
 ///
-/// Without storage (a container that does not persist) the records live in memory.
+/// Without storage (a container that does not persist, and has no outbox) the records live in
+/// memory.
 final class SyncRecordStore: @unchecked Sendable {
     /// The storage key of a container's records: beside its value, under a name no value uses.
     static func storageKey(for key: String) -> String {
@@ -24,29 +26,33 @@ final class SyncRecordStore: @unchecked Sendable {
 
     let key: String
     private let storage: (any StateStorage)?
-    private let lock = Lock()
-    // Guarded by `lock`.
-    private var records: [String: SyncRecord] = [:]
-    /// The version of the newest local change, or of the unsent value found at launch.
-    private var lastLocalVersion: UInt64 = 0
-    /// Whether every record already says unsent: a local change then saves nothing.
-    private var isAllUnsent = false
-    /// Whether the stored records could not be read: every record starts unsent.
-    private var isDamaged = false
+    /// The ledger's holder: a persisted cell (which holds this store weakly), or a ledger of the
+    /// container's own. Kept alive by this store, so that a channel still delivering a released
+    /// container's changes reads and records its agreements in the one ledger.
+    private let ledger: any LedgerHost
 
-    /// Loads the records `names` of `key` from `storage`; records that cannot be read are
-    /// reported and taken as "everything unsent", so that nothing local is lost for want of them.
-    init(key: String, storage: (any StateStorage)?, names: [String]) {
+    /// Loads the records `names` of `key` from `storage` into the ledger of `cell` (or a ledger of
+    /// its own when `nil`); records that cannot be read are reported and taken as "everything
+    /// unsent", so that nothing local is lost for want of them.
+    init(key: String, storage: (any StateStorage)?, names: [String], cell: (any LedgerHost)? = nil) {
         self.key = key
         self.storage = storage
-        defer {
-            for name in names where records[name] == nil { records[name] = SyncRecord(hasUnsentChanges: isDamaged) }
-            isAllUnsent = records.values.allSatisfy(\.hasUnsentChanges)
+        let ledger = cell ?? StandaloneLedger(key: key)
+        self.ledger = ledger
+        let found = Self.load(key: key, from: storage)
+        ledger.withLedger { ledger in
+            ledger.loaded(found)
+            ledger.include(names)
         }
-        guard let storage else { return }
+        if storage != nil { ledger.keepRecords(in: self) }
+    }
+
+    /// The stored records, `[:]` when there are none, `nil` when they cannot be read (reported).
+    private static func load(key: String, from storage: (any StateStorage)?) -> [String: SyncRecord]? {
+        guard let storage else { return [:] }
         do {
-            guard let data = try storage.load(forKey: Self.storageKey(for: key)) else { return }
-            records = try JSONDecoder().decode(Stored.self, from: data).records
+            guard let data = try storage.load(forKey: storageKey(for: key)) else { return [:] }
+            return try JSONDecoder().decode(Stored.self, from: data).records
         } catch {
             StateDiagnostics.report(
                 StateDiagnostic(
@@ -54,66 +60,60 @@ final class SyncRecordStore: @unchecked Sendable {
                     message: "the sync record of \(key) in \(storage.location) cannot be read; "
                         + "the stored value is taken as not yet sent",
                     error: error))
-            isDamaged = true
+            return nil
         }
     }
 
     /// Adds the records `names` that it does not hold yet (a container that joined the key's
     /// cell later, with remote sinks of its own), as its initializer adds them.
     func include(_ names: [String]) {
-        lock.withLock {
-            for name in names where records[name] == nil { records[name] = SyncRecord(hasUnsentChanges: isDamaged) }
-            isAllUnsent = records.values.allSatisfy(\.hasUnsentChanges)
-        }
+        ledger.withLedger { $0.include(names) }
     }
 
     /// The container starts at `version`: an unsent value it holds is the local change at it.
     func start(atVersion version: UInt64) {
-        lock.withLock {
-            if records.values.contains(where: \.hasUnsentChanges) { lastLocalVersion = version }
-        }
+        ledger.withLedger { $0.start(atVersion: version) }
     }
 
     /// The record `name`.
     func record(_ name: String) -> SyncRecord {
-        lock.withLock { records[name] ?? SyncRecord() }
+        ledger.withLedger { $0.records[name] } ?? SyncRecord()
     }
 
     /// Marks every record unsent for a change that is not remote. Called under the container's
-    /// lock, before the change's writer returns.
+    /// lock, before the change's writer returns; stores nothing itself.
     func noteChange(_ version: UInt64, origin: ChangeOrigin) {
         guard origin != .remote else { return }
-        lock.withLock {
-            lastLocalVersion = version
-            guard !isAllUnsent else { return }
-            for name in records.keys { records[name]?.hasUnsentChanges = true }
-            isAllUnsent = true
-            saveLocked()
-        }
+        if ledger.withLedger({ $0.localChange(version) }) { ledger.storeLedgerSoon() }
     }
 
     /// Records that the server holds `base` under `validator`, as of the container's `version`:
-    /// local changes after it stay unsent. Called under the container's lock.
+    /// local changes after it stay unsent. Stored on the cell's queue, after the value.
     func agree(_ name: String, base: Data?, validator: String?, atVersion version: UInt64) {
-        lock.withLock {
-            let record = SyncRecord(base: base, validator: validator, hasUnsentChanges: lastLocalVersion > version)
-            guard records[name] != record else { return }
-            records[name] = record
-            isAllUnsent = records.values.allSatisfy(\.hasUnsentChanges)
-            saveLocked()
+        if ledger.withLedger({ $0.agreed(name, base: base, validator: validator, atVersion: version) }) {
+            ledger.storeLedgerSoon()
         }
     }
 
-    private func saveLocked() {
+    /// Returns once the records the ledger said to store before the call are stored (or failed).
+    func flush() async {
+        await ledger.flushLedger()
+    }
+
+    /// Writes `records` to storage; called by the ledger's holder on the cell's queue.
+    func write(_ records: [String: SyncRecord]) throws {
         guard let storage else { return }
-        do {
-            let data = try JSONEncoder().encode(Stored(records: records))
-            try storage.save(data, forKey: Self.storageKey(for: key))
-        } catch {
-            StateDiagnostics.report(
-                StateDiagnostic(
-                    kind: .storageFailed, keys: [key],
-                    message: "the sync record of \(key) cannot be saved in \(storage.location)", error: error))
-        }
+        let data = try JSONEncoder().encode(Stored(records: records))
+        try storage.save(data, forKey: Self.storageKey(for: key))
+    }
+
+    /// Reports a failed ``write(_:)`` of a container without storage (a persisted cell reports it
+    /// as a save error).
+    func reportWriteFailure(_ error: any Error) {
+        StateDiagnostics.report(
+            StateDiagnostic(
+                kind: .storageFailed, keys: [key],
+                message: "the sync record of \(key) cannot be saved in \(storage?.location ?? "memory")",
+                error: error))
     }
 }

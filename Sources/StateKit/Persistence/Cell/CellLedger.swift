@@ -1,0 +1,247 @@
+import Foundation
+
+/// What one key's cell has saved and what it has sent: the one owner of that bookkeeping
+/// (DESIGN 20–23), and what each event makes the cell do.
+///
+/// A value type, as ``SinkPipelineStateMachine`` is: its holder (``StoredValue`` for a persisted
+/// cell, ``SyncRecordStore`` for a synced container without storage) calls an event under its
+/// lock, the event updates the ledger and returns what to do, and the holder does that I/O after
+/// unlocking, on the cell's own queue: never under a container's lock, never on the writer's
+/// thread, never on a thread of the cooperative pool (``SyncedState/flush()`` awaits the queue).
+///
+/// It keeps, for the cell:
+/// - **storage**: the newest version storage holds (``savedVersion``), the version that came
+///   from storage (not saved again), and a failed save with its error, kept until a save
+///   succeeds (an encode failure is not retried: encoding again would fail again);
+/// - **each remote destination**: its ``SyncRecord`` (base, validator, unsent changes) as the
+///   ledger knows it now, the version its last agreement was made at, and the record that storage
+///   holds for it.
+///
+/// States of a destination's record, as storage holds it:
+///
+/// | state    | stored record                  | means at the next launch                           |
+/// | -------- | ------------------------------ | -------------------------------------------------- |
+/// | agreed   | base, validator, nothing unsent | storage holds the base (or a value with an unsent mark); load conditionally |
+/// | unsent   | base, validator, unsent        | send the stored value conditionally on the validator; a conflict goes to the policy with the base |
+/// | unknown  | none, or unreadable            | everything stored is taken as unsent               |
+///
+/// Transitions:
+///
+/// | event                               | ledger                                | action                                   |
+/// | ----------------------------------- | ------------------------------------- | ---------------------------------------- |
+/// | ``localChange(_:)``                 | every record unsent                   | a cell that saves its value: none (the value's save stores the mark first); otherwise store the records |
+/// | ``outsideValueApplied(_:)``         | that version needs no save            | none                                     |
+/// | ``beginSave(version:)``             | —                                     | ``SavePlan``: nothing to do, the standing encode error, or write (the records first, when a mark must precede the value) |
+/// | ``encodeFailed(version:error:)``    | failure kept, not retried             | publish the error                        |
+/// | ``saveSucceeded(version:)``         | saved version; failure cleared        | store the records an agreement now covers |
+/// | ``saveFailed(_:)``                  | failure kept; one more failed attempt | publish; report once per distinct error; retry later |
+/// | ``agreed(_:base:validator:atVersion:)`` | the record agreed, unsent if a local change came after | store the records (after the value, for a cell that saves it) |
+/// | ``recordsStored(_:)``               | storage holds those records           | none                                     |
+///
+/// The rule that keeps a kill -9 at any moment safe: storage never holds a record that says
+/// "agreed" on a value storage does not hold. ``recordsToStore()`` gives a destination's agreed
+/// record only once its agreement's version is saved; until then it gives the record storage held
+/// before, marked unsent, so the next launch sends the stored value conditionally on the old
+/// validator and a real conflict goes to the policy with the true base. A local change's unsent
+/// mark is stored before the value it marks (``SavePlan/write(recordsFirst:)``).
+struct CellLedger {
+    /// What a save of the newest value must do.
+    enum SavePlan {
+        /// Storage holds the newest value: no save error, whichever save put it there.
+        case upToDate
+        /// The newest value cannot be encoded; its error stands.
+        case unencodable(any Error)
+        /// Write the value, after storing these records, when they must precede it.
+        case write(recordsFirst: [String: SyncRecord]?)
+    }
+
+    /// A save that failed, kept until a save succeeds.
+    struct SaveFailure {
+        var version: UInt64
+        var error: any Error
+        /// Encoding failed: saving this version is not tried again.
+        var isUnencodable: Bool
+    }
+
+    /// Whether the cell saves its value (a persisted container); `false` for a container whose
+    /// value lives in memory or in its outbox's log, where every version counts as saved.
+    let savesValue: Bool
+
+    /// The newest version storage holds (or that needs no save).
+    private(set) var savedVersion: UInt64 = 0
+    /// The version of the change that wrote a value read from storage into the cell.
+    private var outsideVersion: UInt64?
+    /// The failed save, until a save succeeds.
+    private(set) var failure: SaveFailure?
+    /// Failed attempts in a row, which set the retry delay.
+    private(set) var failedSaves = 0
+    /// The failure last reported, so a failure that persists is reported once.
+    private var reportedFailure: String?
+    /// Counts the writes that may have reached storage, so that a value read from storage is not
+    /// written into the cell after a save replaced it.
+    private(set) var storeGeneration: UInt64 = 0
+
+    /// Each destination's record as the ledger knows it now, by record name.
+    private(set) var records: [String: SyncRecord] = [:]
+    /// The version each record's last agreement was made at.
+    private var agreedVersions: [String: UInt64] = [:]
+    /// The records storage holds.
+    private var storedRecords: [String: SyncRecord] = [:]
+    /// The version of the newest local change, or of the unsent value found at launch.
+    private var newestLocalVersion: UInt64 = 0
+    /// Whether every record already says unsent: a local change then changes nothing.
+    private var isAllUnsent = false
+    /// Whether the stored records could not be read: every record starts unsent.
+    private var isDamaged = false
+    /// Whether the records were read from storage: a record store made again for the cell (its
+    /// earlier one was released with the last channel) finds the ledger as it was.
+    private var hasLoadedRecords = false
+
+    init(savesValue: Bool) {
+        self.savesValue = savesValue
+    }
+
+    // MARK: Destinations
+
+    /// The records found in storage at launch (`nil` when they could not be read: every record
+    /// then starts unsent); read once, the first time.
+    mutating func loaded(_ found: [String: SyncRecord]?) {
+        guard !hasLoadedRecords else { return }
+        hasLoadedRecords = true
+        isDamaged = found == nil
+        records = found ?? [:]
+        storedRecords = records
+        isAllUnsent = records.values.allSatisfy(\.hasUnsentChanges)
+        checkInvariants()
+    }
+
+    /// Adds the records `names` it does not hold yet (a destination new to the cell).
+    mutating func include(_ names: [String]) {
+        for name in names where records[name] == nil { records[name] = SyncRecord(hasUnsentChanges: isDamaged) }
+        isAllUnsent = records.values.allSatisfy(\.hasUnsentChanges)
+        checkInvariants()
+    }
+
+    /// The cell starts at `version`: an unsent value it holds is the local change at it.
+    mutating func start(atVersion version: UInt64) {
+        if records.values.contains(where: \.hasUnsentChanges) { newestLocalVersion = version }
+    }
+
+    /// A change that is not remote, made at `version`, under the container's lock before its
+    /// writer returns: every record is unsent. Returns whether the records must be stored now (a
+    /// cell that does not save its value; one that does stores the mark before the value).
+    mutating func localChange(_ version: UInt64) -> Bool {
+        newestLocalVersion = version
+        guard !isAllUnsent else { return false }
+        for name in records.keys { records[name]?.hasUnsentChanges = true }
+        isAllUnsent = true
+        return !savesValue
+    }
+
+    /// The destination `name` holds `base` under `validator`, as of the cell's `version`: local
+    /// changes after it stay unsent. Returns whether the records must be stored.
+    mutating func agreed(_ name: String, base: Data?, validator: String?, atVersion version: UInt64) -> Bool {
+        let record = SyncRecord(base: base, validator: validator, hasUnsentChanges: newestLocalVersion > version)
+        agreedVersions[name] = max(agreedVersions[name] ?? 0, version)
+        guard records[name] != record else { return false }
+        records[name] = record
+        isAllUnsent = records.values.allSatisfy(\.hasUnsentChanges)
+        checkInvariants()
+        return true
+    }
+
+    /// The records to store now, safe against a kill right after (see the type's rule), or `nil`
+    /// when storage holds them already.
+    func recordsToStore() -> [String: SyncRecord]? {
+        var safe = records
+        for (name, record) in records where !record.hasUnsentChanges && !isSaved(agreedVersions[name] ?? 0) {
+            var previous = storedRecords[name] ?? SyncRecord()
+            previous.hasUnsentChanges = true
+            safe[name] = previous
+        }
+        return safe == storedRecords ? nil : safe
+    }
+
+    /// Storage now holds `stored`.
+    mutating func recordsStored(_ stored: [String: SyncRecord]) {
+        storedRecords = stored
+        checkInvariants()
+    }
+
+    // MARK: Storage
+
+    /// The change at `version` wrote a value read from storage: it is there already.
+    mutating func outsideValueApplied(_ version: UInt64?) {
+        outsideVersion = version
+    }
+
+    /// A save of the newest value, `version`, is about to run.
+    mutating func beginSave(version: UInt64) -> SavePlan {
+        if version == outsideVersion { savedVersion = max(savedVersion, version) }
+        if isSaved(version) { return .upToDate }
+        if let failure, failure.isUnencodable, failure.version == version { return .unencodable(failure.error) }
+        let first = recordsToStore()
+        let isMarkNeeded = first?.contains { name, record in
+            record.hasUnsentChanges && storedRecords[name]?.hasUnsentChanges != true
+        }
+        return .write(recordsFirst: isMarkNeeded == true ? first : nil)
+    }
+
+    /// A write to storage is about to start; returns its generation.
+    mutating func writeStarted() -> UInt64 {
+        storeGeneration &+= 1
+        return storeGeneration
+    }
+
+    /// `version` could not be encoded: its error stands until a later version is saved.
+    mutating func encodeFailed(version: UInt64, error: any Error) {
+        failure = SaveFailure(version: version, error: error, isUnencodable: true)
+        checkInvariants()
+    }
+
+    /// Storage holds `version` now.
+    mutating func saveSucceeded(version: UInt64) {
+        savedVersion = max(savedVersion, version)
+        failedSaves = 0
+        reportedFailure = nil
+        failure = nil
+        checkInvariants()
+    }
+
+    /// A write failed (the value's or the records'); returns whether to report it (a failure that
+    /// persists is reported once, not once per retry).
+    mutating func saveFailed(version: UInt64, _ error: any Error) -> Bool {
+        failure = SaveFailure(version: version, error: error, isUnencodable: false)
+        failedSaves += 1
+        let description = "\(error)"
+        guard reportedFailure != description else { return false }
+        reportedFailure = description
+        return true
+    }
+
+    /// How long to wait before retrying after failed saves: 0.1 s, doubling, at most 30 s.
+    var retryDelay: Double {
+        min(30, 0.1 * pow(2, Double(min(max(failedSaves, 1) - 1, 9))))
+    }
+
+    /// The error a container reports as its save error.
+    var saveError: (any Error)? {
+        failure?.error
+    }
+
+    private func isSaved(_ version: UInt64) -> Bool {
+        !savesValue || version <= savedVersion
+    }
+
+    /// Debug checks of the rules above.
+    private func checkInvariants() {
+        #if DEBUG
+        for (name, stored) in storedRecords where !stored.hasUnsentChanges && stored == records[name] {
+            assert(isSaved(agreedVersions[name] ?? 0), "storage holds an agreement on a value it does not hold")
+        }
+        if let failure, failure.isUnencodable {
+            assert(!isSaved(failure.version), "an encode failure of a value that is saved")
+        }
+        #endif
+    }
+}

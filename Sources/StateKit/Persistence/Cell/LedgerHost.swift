@@ -1,0 +1,16 @@
+/// What holds a cell's ``CellLedger`` and runs its I/O: ``StoredValue`` for a persisted cell,
+/// ``StandaloneLedger`` for a synced container without storage.
+///
+/// Events go through ``withLedger(_:)``, under the holder's lock (never I/O); what an event says
+/// to store is stored by ``storeLedgerSoon()`` on the cell's own queue, and awaited by
+/// ``flushLedger()``.
+protocol LedgerHost: AnyObject, Sendable {
+    /// Runs `body` on the ledger, under the holder's lock.
+    func withLedger<Result>(_ body: (inout CellLedger) -> Result) -> Result
+    /// Stores what the ledger says to store, soon, on the cell's queue.
+    func storeLedgerSoon()
+    /// Returns once everything the ledger said to store before the call is stored (or failed).
+    func flushLedger() async
+    /// Keeps the records of the cell's remote destinations in `store` from now on.
+    func keepRecords(in store: SyncRecordStore)
+}

@@ -1,0 +1,62 @@
+import Dispatch
+
+/// The ledger of a synced container without storage: its value lives in memory or in its
+/// outbox's log (so every version counts as saved), and its records beside the log.
+///
+/// What the ledger says to store is stored on a serial queue of its own, never on the writer's
+/// thread; ``flushLedger()`` awaits that queue.
+final class StandaloneLedger: LedgerHost {
+    private struct State {
+        var ledger = CellLedger(savesValue: false)
+        /// Held weakly: the store holds this ledger.
+        weak var store: SyncRecordStore?
+        var isStoreScheduled = false
+    }
+
+    private let state = LockedBox(State())
+    private let queue: DispatchQueue
+
+    init(key: String) {
+        queue = DispatchQueue(label: "StateKit.ledger.\(key)", qos: .utility)
+    }
+
+    func withLedger<Result>(_ body: (inout CellLedger) -> Result) -> Result {
+        state.withLock { body(&$0.ledger) }
+    }
+
+    func keepRecords(in store: SyncRecordStore) {
+        state.withLock { $0.store = store }
+    }
+
+    func storeLedgerSoon() {
+        let isNew = state.withLock { state in
+            guard state.store != nil, !state.isStoreScheduled else { return false }
+            state.isStoreScheduled = true
+            return true
+        }
+        guard isNew else { return }
+        queue.async { self.store() }
+    }
+
+    func flushLedger() async {
+        await withCheckedContinuation { continuation in
+            queue.async { continuation.resume() }
+        }
+    }
+
+    /// Stores the records the ledger says to; a failure is reported by the store, and the records
+    /// are stored again at their next change.
+    private func store() {
+        let (store, records) = state.withLock { state in
+            state.isStoreScheduled = false
+            return (state.store, state.ledger.recordsToStore())
+        }
+        guard let store, let records else { return }
+        do {
+            try store.write(records)
+            state.withLock { $0.ledger.recordsStored(records) }
+        } catch {
+            store.reportWriteFailure(error)
+        }
+    }
+}

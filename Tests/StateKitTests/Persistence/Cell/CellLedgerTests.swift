@@ -1,0 +1,272 @@
+import Foundation
+import Testing
+
+@testable import StateKit
+
+/// The cell's ledger (DESIGN 20–23): its transitions, and what they promise a persisted synced
+/// container under contention and a slow disk: storage never holds an agreement on a value it
+/// does not hold, no save runs on a writer's thread or holds a writer, and flushes never block the
+/// cooperative pool.
+@Suite(.timeLimit(.minutes(3))) struct CellLedgerTests {
+    init() { DiagnosticsRecorder.start() }
+
+    // MARK: Transitions
+
+    @Test func aLocalChangesMarkIsStoredBeforeTheValueItMarks() {
+        var ledger = CellLedger(savesValue: true)
+        ledger.loaded(["server": SyncRecord(base: Data("1".utf8), validator: "v1")])
+        let storesAtOnce = ledger.localChange(2)
+        #expect(storesAtOnce == false, "a cell that saves its value stores the mark with it")
+        guard case .write(let first) = ledger.beginSave(version: 2) else {
+            Issue.record("the change is not saved")
+            return
+        }
+        #expect(first?["server"] == SyncRecord(base: Data("1".utf8), validator: "v1", hasUnsentChanges: true))
+        ledger.recordsStored(first ?? [:])
+        ledger.saveSucceeded(version: 2)
+        #expect(ledger.recordsToStore() == nil)
+        guard case .upToDate = ledger.beginSave(version: 2) else {
+            Issue.record("a saved version is saved again")
+            return
+        }
+    }
+
+    @Test func anAgreementOnAValueStorageDoesNotHoldYetIsStoredAsUnsentOnTheOldValidator() {
+        var ledger = CellLedger(savesValue: true)
+        let stored = SyncRecord(base: Data("1".utf8), validator: "v1")
+        ledger.loaded(["server": stored])
+        _ = ledger.localChange(2)
+        let isChanged = ledger.agreed("server", base: Data("2".utf8), validator: "v2", atVersion: 2)
+        #expect(isChanged)
+        // What a kill right now may leave: the old record, marked unsent (a conflict on v1 goes
+        // to the policy with the true base), never "agreed on 2" beside a stored 1.
+        #expect(
+            ledger.recordsToStore()?["server"] == SyncRecord(base: stored.base, validator: "v1", hasUnsentChanges: true)
+        )
+        ledger.saveSucceeded(version: 2)
+        #expect(ledger.recordsToStore()?["server"] == SyncRecord(base: Data("2".utf8), validator: "v2"))
+        #expect(ledger.records["server"]?.hasUnsentChanges == false)
+    }
+
+    @Test func aLocalChangeAfterTheAgreedVersionStaysUnsent() {
+        var ledger = CellLedger(savesValue: false)
+        ledger.loaded([:])
+        ledger.include(["server"])
+        let first = ledger.localChange(1)
+        let second = ledger.localChange(2)
+        #expect(first, "without a value to save, the records are stored at once")
+        #expect(second == false, "already unsent: nothing more to store")
+        _ = ledger.agreed("server", base: Data("1".utf8), validator: "v1", atVersion: 1)
+        #expect(ledger.records["server"]?.hasUnsentChanges == true)
+        _ = ledger.agreed("server", base: Data("2".utf8), validator: "v2", atVersion: 2)
+        #expect(ledger.records["server"]?.hasUnsentChanges == false)
+    }
+
+    @Test func anEncodeFailureStandsUntilALaterValueIsSaved() {
+        struct Unencodable: Error {}
+        var ledger = CellLedger(savesValue: true)
+        ledger.loaded([:])
+        ledger.encodeFailed(version: 3, error: Unencodable())
+        guard case .unencodable = ledger.beginSave(version: 3) else {
+            Issue.record("the unencodable version is tried again, or called saved")
+            return
+        }
+        #expect(ledger.saveError is Unencodable)
+        guard case .write = ledger.beginSave(version: 4) else {
+            Issue.record("a later version is not saved")
+            return
+        }
+        ledger.saveSucceeded(version: 4)
+        #expect(ledger.saveError == nil)
+    }
+
+    @Test func aFailureThatPersistsIsReportedOnceAndBacksOff() {
+        var ledger = CellLedger(savesValue: true)
+        let full = CocoaError(.fileWriteOutOfSpace)
+        let first = ledger.saveFailed(version: 1, full)
+        let again = ledger.saveFailed(version: 1, full)
+        #expect(first)
+        #expect(again == false)
+        #expect(ledger.retryDelay == 0.2)
+        ledger.saveSucceeded(version: 1)
+        #expect(ledger.saveError == nil)
+        let afterSuccess = ledger.saveFailed(version: 2, full)
+        #expect(afterSuccess, "a failure after a success is new")
+    }
+
+    // MARK: The ledger at work
+
+    /// Two writers and a sink agreeing on every send: replaying the storage's writes in order, a
+    /// stored record that says "agreed" always sits beside the value it agreed on.
+    @Test func storageNeverHoldsAnAgreementOnAValueItDoesNotHold() async throws {
+        let storage = RecordingStorage()
+        let key = uniqueKey()
+        let sink = TestRemoteSink<Int>()
+        let state = SyncedState(0, key: key, storage: storage, sinks: [sink])
+        await onThreads(2) { _ in
+            for _ in 0..<300 { state.modify { $0 += 1 } }
+        }
+        #expect(await state.flush(timeout: .seconds(60)))
+        #expect(state.value == 600)
+        #expect(sink.server == 600)
+
+        var value: Data?
+        var agreements = 0
+        for save in storage.saves {
+            if save.key == key {
+                value = save.data
+                continue
+            }
+            let records = try JSONDecoder().decode([String: [String: SyncRecord]].self, from: save.data)
+            for record in records["records"]?.values.map({ $0 }) ?? [] where !record.hasUnsentChanges {
+                agreements += 1
+                let base = try record.base.map { try JSONDecoder().decode(Int.self, from: $0) }
+                let held = try value.map { try JSONDecoder().decode(Int.self, from: $0) }
+                #expect(base == held, "a stored agreement on \(base as Any) beside a stored \(held as Any)")
+            }
+        }
+        #expect(agreements > 0)
+        withExtendedLifetime(state) {}
+    }
+
+    /// The writer's thread saves nothing: before the ledger, the first write after each agreement
+    /// saved the sync record there, inside the container's lock.
+    @Test func noSaveRunsOnTheWritersThread() async throws {
+        let storage = RecordingStorage()
+        let key = uniqueKey()
+        let sink = TestRemoteSink<Int>()
+        let state = SyncedState(0, key: key, storage: storage, sinks: [sink])
+        let writer = Thread.detachedRecording {
+            for value in 1...60 {
+                state.modify(value)
+                Thread.sleep(forTimeInterval: 0.003)
+            }
+        }
+        await writer.finished()
+        #expect(await state.flush(timeout: .seconds(60)))
+        #expect(sink.server == 60)
+        #expect(storage.saves.contains { $0.key != key }, "no record was saved")
+        let onWriter = storage.saves.filter { $0.threadName == writer.name }
+        #expect(onWriter.isEmpty, "\(onWriter.map(\.key))")
+    }
+
+    /// A storage that takes 300 ms a save never holds a write: each returns far inside the bound.
+    @Test func aSlowStorageNeverHoldsAWriter() async throws {
+        let storage = RecordingStorage(delay: 0.3)
+        let key = uniqueKey()
+        let sink = TestRemoteSink<Int>()
+        let state = SyncedState(0, key: key, storage: storage, sinks: [sink])
+        var slowest = Duration.zero
+        for value in 1...40 {
+            let start = ContinuousClock.now
+            state.modify(value)
+            slowest = max(slowest, ContinuousClock.now - start)
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(slowest < .milliseconds(250), "a write waited \(slowest)")
+        #expect(await state.flush(timeout: .seconds(60)))
+        #expect(sink.server == 40)
+        #expect(try storage.load(forKey: key).map { try JSONDecoder().decode(Int.self, from: $0) } == 40)
+    }
+
+    /// 32 containers on a 300 ms storage flushed at once, agreeing as they go: no save runs on a
+    /// thread of the cooperative pool, and a heartbeat task keeps beating.
+    @Test func thirtyTwoFlushesNeverBlockTheCooperativePool() async throws {
+        let storage = RecordingStorage(delay: 0.3)
+        let states = (0..<32).map { index in
+            SyncedState(0, key: uniqueKey() + "-\(index)", storage: storage, sinks: [TestRemoteSink<Int>()])
+        }
+        for state in states { state.modify(1) }
+        let beating = LockedBox((last: ContinuousClock.now, longestGap: Duration.zero, isDone: false))
+        let heartbeat = Task {
+            while !beating.withLock({ $0.isDone }) {
+                try? await Task.sleep(for: .milliseconds(5))
+                let now = ContinuousClock.now
+                beating.withLock { beat in
+                    beat.longestGap = max(beat.longestGap, now - beat.last)
+                    beat.last = now
+                }
+            }
+        }
+        let synced = await withTaskGroup(of: Bool.self) { group in
+            for state in states { group.addTask { await state.flush(timeout: .seconds(120)) } }
+            return await group.reduce(true) { $0 && $1 }
+        }
+        beating.withLock { $0.isDone = true }
+        await heartbeat.value
+        #expect(synced)
+        #expect(storage.saves.filter(\.isOnATask).isEmpty)
+        let gap = beating.withLock { $0.longestGap }
+        #expect(gap < .milliseconds(isThreadSanitized ? 1_000 : 250), "the heartbeat stopped for \(gap)")
+    }
+}
+
+/// Storage in memory that keeps every save in order, with the thread it ran on, and may take
+/// `delay` seconds a save, as a slow disk.
+final class RecordingStorage: StateStorage {
+    struct Save: Sendable {
+        var key: String
+        var data: Data
+        var threadName: String?
+        var isOnATask: Bool
+    }
+
+    private let base = InMemoryStateStorage()
+    private let delay: Double
+    private let recorded = LockedBox<[Save]>([])
+
+    init(delay: Double = 0) {
+        self.delay = delay
+    }
+
+    var location: String { "recording:\(ObjectIdentifier(self).hashValue)" }
+    var saves: [Save] { recorded.withLock { $0 } }
+
+    func load(forKey key: String) throws -> Data? {
+        try base.load(forKey: key)
+    }
+
+    func save(_ data: Data, forKey key: String) throws {
+        let isOnATask = withUnsafeCurrentTask { $0 != nil }
+        let threadName = Thread.current.name
+        if delay > 0 { Thread.sleep(forTimeInterval: delay) }
+        // Recorded and saved together, so the record's order is storage's.
+        try recorded.withLock { saves in
+            try base.save(data, forKey: key)
+            saves.append(Save(key: key, data: data, threadName: threadName, isOnATask: isOnATask))
+        }
+    }
+
+    func remove(forKey key: String) throws {
+        try base.remove(forKey: key)
+    }
+}
+
+/// A named thread running `body`, and a way to wait for it.
+struct RecordingThread: Sendable {
+    let name: String
+    let done: DispatchSemaphore
+
+    func finished() async {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                waitFor(done, "\(name) to finish")
+                continuation.resume()
+            }
+        }
+    }
+}
+
+extension Thread {
+    /// Starts `body` on a thread with a name of its own.
+    static func detachedRecording(_ body: @escaping @Sendable () -> Void) -> RecordingThread {
+        let recording = RecordingThread(name: "writer-\(UUID().uuidString)", done: DispatchSemaphore(value: 0))
+        let thread = Thread {
+            body()
+            recording.done.signal()
+        }
+        thread.name = recording.name
+        thread.start()
+        return recording
+    }
+}
