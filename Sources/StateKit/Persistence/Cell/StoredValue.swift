@@ -210,15 +210,23 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
     /// never ran). Only while `member` is the cell's one container, so that nobody has seen the
     /// value it replaces. The cell's version becomes at least `version`, so that the save sees a
     /// version newer than the one saved. Returns whether it did.
+    ///
+    /// A value storage did not hold is a local change the stored records may not mark yet (the
+    /// outbox logs a change on the writer's thread, the ledger stores its mark later, with the
+    /// value): the ledger takes it as one before the save is scheduled, so the mark is stored first.
     func adoptAtLaunch(_ value: Value, version: UInt64, by member: State<Value>) -> Bool {
         let isOnlyMember = lock.withLock {
             members.allSatisfy { $0.container == nil || $0.container === member }
         }
         guard isOnlyMember else { return false }
-        cell.lock.withLock {
+        let fingerprint = try? codec.encode(value)?.fingerprint
+        let isNew = ioLock.withLock { fingerprint == nil || fingerprint != knownFingerprint }
+        let adoptedVersion = cell.lock.withLock {
             cell.storedValue = value
             cell.storedVersion = max(cell.storedVersion, version)
+            return cell.storedVersion
         }
+        if isNew { _ = lock.withLock { ledger.localChange(adoptedVersion) } }
         scheduleSave()
         return true
     }
