@@ -7,6 +7,9 @@
 protocol LedgerHost: AnyObject, Sendable {
     /// Runs `body` on the ledger, under the holder's lock.
     func withLedger<Result>(_ body: (inout CellLedger) -> Result) -> Result
+    /// ``CellLedger/localChange(_:)`` under the holder's lock: the one event on a writer's path,
+    /// so without a generic closure.
+    func noteLocalChange(_ version: UInt64) -> Bool
     /// Stores what the ledger says to store, soon, on the cell's queue.
     func storeLedgerSoon()
     /// Returns once everything the ledger said to store before the call is stored (or failed).

@@ -711,6 +711,12 @@ extension StoredValue: LedgerHost {
         lock.withLock { body(&ledger) }
     }
 
+    func noteLocalChange(_ version: UInt64) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return ledger.localChange(version)
+    }
+
     func storeLedgerSoon() {
         scheduleSave()
     }

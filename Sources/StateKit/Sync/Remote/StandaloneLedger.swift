@@ -24,6 +24,10 @@ final class StandaloneLedger: LedgerHost {
         state.withLock { body(&$0.ledger) }
     }
 
+    func noteLocalChange(_ version: UInt64) -> Bool {
+        state.withLock { $0.ledger.localChange(version) }
+    }
+
     func keepRecords(in store: SyncRecordStore) {
         state.withLock { $0.store = store }
     }

@@ -84,7 +84,7 @@ final class SyncRecordStore: @unchecked Sendable {
     /// lock, before the change's writer returns; stores nothing itself.
     func noteChange(_ version: UInt64, origin: ChangeOrigin) {
         guard origin != .remote else { return }
-        if ledger.withLedger({ $0.localChange(version) }) { ledger.storeLedgerSoon() }
+        if ledger.noteLocalChange(version) { ledger.storeLedgerSoon() }
     }
 
     /// Records that the server holds `base` under `validator`, as of the container's `version`:
