@@ -48,6 +48,17 @@ import FoundationNetworking
         }
     }
 
+    /// A persisted container of `key` in `directory` whose sink writes to `url`, recording what it
+    /// sends in `requests` and `conflicts` (see ``sink(_:_:requests:conflicts:)``).
+    private func container(
+        _ key: String, _ directory: TemporaryDirectory, _ server: RealHTTPServer, _ url: URL,
+        _ requests: Collector<String>, _ conflicts: Collector<String>
+    ) -> SyncedState<Int> {
+        SyncedState(
+            0, key: key, storage: .file(directory.url),
+            sinks: [sink(server, url, requests: requests, conflicts: conflicts)])
+    }
+
     private func serverValue(_ server: RealHTTPServer, _ url: URL) async throws -> Int? {
         let (status, body, _) = try await server.request("GET", url)
         return status == 200 ? try JSONDecoder().decode(Int.self, from: body) : nil
@@ -76,12 +87,8 @@ import FoundationNetworking
             let key = uniqueKey()
             let requests = Collector<String>()
             let conflicts = Collector<String>()
-            let first = SyncedState(
-                0, key: key, storage: .file(directory.url),
-                sinks: [sink(server, url, requests: requests, conflicts: conflicts)])
-            let second = SyncedState(
-                0, key: key, storage: .file(directory.url),
-                sinks: [sink(server, url, requests: requests, conflicts: conflicts)])
+            let first = container(key, directory, server, url, requests, conflicts)
+            let second = container(key, directory, server, url, requests, conflicts)
             increment(first, second, count: 200)
             #expect(first.value == 400)
             #expect(await first.flush(timeout: .seconds(30)))
@@ -113,12 +120,8 @@ import FoundationNetworking
             let key = uniqueKey()
             let requests = Collector<String>()
             let conflicts = Collector<String>()
-            var first: SyncedState<Int>? = SyncedState(
-                0, key: key, storage: .file(directory.url),
-                sinks: [sink(server, url, requests: requests, conflicts: conflicts)])
-            let second = SyncedState(
-                0, key: key, storage: .file(directory.url),
-                sinks: [sink(server, url, requests: requests, conflicts: conflicts)])
+            var first: SyncedState<Int>? = container(key, directory, server, url, requests, conflicts)
+            let second = container(key, directory, server, url, requests, conflicts)
             increment(try #require(first), second, count: 100)
             first = nil
             DispatchQueue.concurrentPerform(iterations: 2) { _ in
@@ -148,12 +151,8 @@ import FoundationNetworking
             do {
                 let requests = Collector<String>()
                 let conflicts = Collector<String>()
-                let first = SyncedState(
-                    0, key: key, storage: .file(directory.url),
-                    sinks: [sink(server, url, requests: requests, conflicts: conflicts)])
-                let second = SyncedState(
-                    0, key: key, storage: .file(directory.url),
-                    sinks: [sink(server, url, requests: requests, conflicts: conflicts)])
+                let first = container(key, directory, server, url, requests, conflicts)
+                let second = container(key, directory, server, url, requests, conflicts)
                 increment(first, second, count: 200)
                 #expect(await first.flush(timeout: .seconds(30)))
                 #expect(await second.flush(timeout: .seconds(30)))
@@ -162,12 +161,8 @@ import FoundationNetworking
             }
             let requests = Collector<String>()
             let conflicts = Collector<String>()
-            let first = SyncedState(
-                0, key: key, storage: .file(directory.url),
-                sinks: [sink(server, url, requests: requests, conflicts: conflicts)])
-            let second = SyncedState(
-                0, key: key, storage: .file(directory.url),
-                sinks: [sink(server, url, requests: requests, conflicts: conflicts)])
+            let first = container(key, directory, server, url, requests, conflicts)
+            let second = container(key, directory, server, url, requests, conflicts)
             #expect(first.value == 400)
             #expect(await first.flush(timeout: .seconds(30)))
             #expect(await second.flush(timeout: .seconds(30)))
@@ -200,9 +195,7 @@ import FoundationNetworking
                     ready.append(thread)
                     while ready.count < 2 {}
                     made.append(
-                        SyncedState(
-                            0, key: key, storage: .file(directory.url),
-                            sinks: [sink(server, url, requests: requests, conflicts: conflicts)]))
+                        container(key, directory, server, url, requests, conflicts))
                 }
                 for state in made.all { #expect(await state.flush(timeout: .seconds(30))) }
                 // One engine: one load at start, not one per container.

@@ -102,6 +102,20 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
     /// the sink is stopped, or the calling task is cancelled; or, unless `waitsThroughPause`,
     /// the sink is paused.
     func flush(waitsThroughPause: Bool) async {
+        await wait(
+            adding: { $0.addFlushWaiter(id: $1, waitsThroughPause: waitsThroughPause, $2) },
+            cancelling: { $0.cancelFlush(id: $1) })
+    }
+
+    private typealias Machine = SinkPipelineStateMachine<Value>
+    private typealias Waiter = CheckedContinuation<Void, Never>
+
+    /// Waits on a continuation that `add` gives the state machine under the lock (`false`: do
+    /// not wait), which `cancel` takes back when the calling task is cancelled.
+    private func wait(
+        adding add: (inout Machine, UInt64, Waiter) -> Bool,
+        cancelling cancel: @escaping @Sendable (inout Machine, UInt64) -> Waiter?
+    ) async {
         let id = lock.withLock {
             nextFlushID += 1
             return nextFlushID
@@ -111,9 +125,7 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
                 lock.lock()
                 // Checked under the lock: a cancellation before this point is seen here, one after
                 // it finds the waiter.
-                if Task.isCancelled
-                    || !machine.addFlushWaiter(id: id, waitsThroughPause: waitsThroughPause, continuation)
-                {
+                if Task.isCancelled || !add(&machine, id, continuation) {
                     lock.unlock()
                     continuation.resume()
                     return
@@ -121,7 +133,7 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
                 lock.unlock()
             }
         } onCancel: {
-            lock.withLock { machine.cancelFlush(id: id) }?.resume()
+            lock.withLock { cancel(&self.machine, id) }?.resume()
         }
     }
 
@@ -156,23 +168,7 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
     /// Returns once no load of the destination's value is under way (see ``load(_:)``), the
     /// pipeline stopped, or the calling task is cancelled.
     func waitForLoads() async {
-        let id = lock.withLock {
-            nextFlushID += 1
-            return nextFlushID
-        }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                lock.lock()
-                if Task.isCancelled || !machine.addLoadWaiter(id: id, continuation) {
-                    lock.unlock()
-                    continuation.resume()
-                    return
-                }
-                lock.unlock()
-            }
-        } onCancel: {
-            lock.withLock { machine.cancelLoadWaiter(id: id) }?.resume()
-        }
+        await wait(adding: { $0.addLoadWaiter(id: $1, $2) }, cancelling: { $0.cancelLoadWaiter(id: $1) })
     }
 
     /// The container was released: deliver what is buffered for at most the policy's drain
