@@ -304,13 +304,18 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
             return
         }
         while let current = channel.current {
-            if (try? configuration.encoder.encode(current.value)) == data {
+            let localData = try? configuration.encoder.encode(current.value)
+            if localData == data {
                 base = remote
                 baseData = data
                 channel.recordAgreement(base: data, validator: remoteETag, atVersion: current.version)
                 return
             }
-            if !channel.syncRecord.hasUnsentChanges || configuration.onConflict != nil {
+            // A value marked unsent that is the base itself holds no edit: a kill came after the
+            // mark was stored and before the edit's value was (the value went out meanwhile, or
+            // not at all). Three-way, the server's value is the answer, and nothing is discarded.
+            let isLocalEdit = channel.syncRecord.hasUnsentChanges && (baseData == nil || localData != baseData)
+            if !isLocalEdit || configuration.onConflict != nil {
                 guard let applied = channel.applyRemote(remote, ifVersion: current.version) else { continue }
                 base = remote
                 baseData = data

@@ -16,6 +16,9 @@ struct Paint: Codable, Sendable {
 enum SyncStep: String {
     /// `teal` is synced: the value saved, then the clean sync record.
     case baseSaved = "base-saved"
+    /// The record marking `orange` unsent is saved, and the process dies before `orange` is:
+    /// the ledger stores a local change's mark before its value.
+    case markSaved = "mark-saved"
     /// `orange` is saved and its record says unsent; nothing was sent.
     case changeSaved = "change-saved"
     /// The `PUT` of `orange` reached the server; the sink never hears the answer.
@@ -81,18 +84,20 @@ final class SyncNetwork: @unchecked Sendable {
     }
 }
 
-/// A persisted `Paint` container in `directory` synced to `url` through `network`, behind a
-/// durable outbox at `outbox` when given. The sink pauses after three quick failures.
-func syncedPaint(directory: String, key: String, url: String, network: SyncNetwork, outbox: String?)
-    -> SyncedState<Paint>
-{
+/// A persisted `Paint` container in `directory` (through `storage` when given) synced to `url`
+/// through `network`, behind a durable outbox at `outbox` when given. The sink pauses after three
+/// quick failures.
+func syncedPaint(
+    directory: String, key: String, url: String, network: SyncNetwork, outbox: String?,
+    storage: (any StateStorage)? = nil
+) -> SyncedState<Paint> {
     var policy = SinkPolicy.latestValue
     policy.retry = RetryPolicy(initialDelay: .milliseconds(1), maximumDelay: .milliseconds(10), maximumAttempts: 3)
     policy.afterRepeatedFailures = .pauseAndKeep(retryEvery: .seconds(3_600))
     let sink = HTTPSyncSink<Paint>(endpoint: URL(string: url)!, timeout: .seconds(10), policy: policy) {
         try await network.prepare(&$0)
     }
-    let storage = FileStateStorage.file(URL(fileURLWithPath: directory))
+    let storage = storage ?? FileStateStorage.file(URL(fileURLWithPath: directory))
     guard let outbox else { return SyncedState(Paint(color: "none"), key: key, storage: storage, sinks: [sink]) }
     let outboxed = DurableOutbox(fileURL: URL(fileURLWithPath: outbox), wrapping: sink)
     return SyncedState(Paint(color: "none"), key: key, storage: storage, sinks: [outboxed])
@@ -120,9 +125,10 @@ func editOffline(_ state: SyncedState<Paint>, network: SyncNetwork) async -> Nev
 }
 
 /// Syncs `teal`, then stops at `step` of writing `orange`, prints "at <step>" and waits to be killed.
-func stop(at step: SyncStep, _ state: SyncedState<Paint>, key: String, directory: String, network: SyncNetwork)
-    async -> Never
-{
+func stop(
+    at step: SyncStep, _ state: SyncedState<Paint>, key: String, directory: String, network: SyncNetwork,
+    storage: DyingStorage
+) async -> Never {
     switch step {
     case .baseSaved:
         await syncTeal(state)
@@ -130,6 +136,11 @@ func stop(at step: SyncStep, _ state: SyncedState<Paint>, key: String, directory
         await syncTeal(state)
         state.modify(Paint(color: "orange"))
         await state.flush()
+    case .markSaved:
+        await syncTeal(state)
+        storage.dieAfterTheNextUnsentMark()
+        state.modify(Paint(color: "orange"))
+        waitToBeKilled()
     case .changeSaved:
         await syncTeal(state)
         network.goOffline()
@@ -146,4 +157,39 @@ func stop(at step: SyncStep, _ state: SyncedState<Paint>, key: String, directory
     }
     FileHandle.standardOutput.write(Data("at \(step.rawValue)\n".utf8))
     waitToBeKilled()
+}
+
+/// File storage that, once told, kills its own process with SIGKILL right after it saves a sync
+/// record marking a change unsent, before anything else is saved (printing "at mark-saved" first).
+final class DyingStorage: StateStorage, @unchecked Sendable {
+    private let base: FileStateStorage
+    private let lock = NSLock()
+    private var isArmed = false
+
+    init(directory: String) {
+        base = FileStateStorage.file(URL(fileURLWithPath: directory))
+    }
+
+    var location: String { base.location }
+
+    func dieAfterTheNextUnsentMark() {
+        lock.withLock { isArmed = true }
+    }
+
+    func load(forKey key: String) throws -> Data? {
+        try base.load(forKey: key)
+    }
+
+    func save(_ data: Data, forKey key: String) throws {
+        try base.save(data, forKey: key)
+        let isMark =
+            key.hasSuffix(".sync-record") && String(decoding: data, as: UTF8.self).contains("\"hasUnsentChanges\":true")
+        guard isMark, lock.withLock({ isArmed }) else { return }
+        FileHandle.standardOutput.write(Data("at \(SyncStep.markSaved.rawValue)\n".utf8))
+        kill(getpid(), SIGKILL)
+    }
+
+    func remove(forKey key: String) throws {
+        try base.remove(forKey: key)
+    }
 }

@@ -32,7 +32,8 @@ import StateKitHTTP
 //     LocalFirstSyncTests).
 //   statekit-sinks-helper sync-kill-at <directory> <key> <url> <step> <authorization>
 //     as sync-offline-edit without an outbox, but stops at <step> of the sync of orange, prints
-//     "at <step>" and waits to be killed. Steps: base-saved (teal synced), change-saved (orange
+//     "at <step>" and waits to be killed. Steps: base-saved (teal synced), mark-saved (the record
+//     marking orange unsent is saved, and the child kills itself before orange is), change-saved (orange
 //     saved offline, nothing sent), request-sent (the PUT of orange reached the server, its answer
 //     is never heard), answer-received (the answer came and the ETag is being read back, before
 //     the sync record is saved: only with a server that sends no ETag with a PUT, Apache),
@@ -190,8 +191,10 @@ case "sync-kill-at" where arguments.count == 7:
         exit(64)
     }
     let network = SyncNetwork(authorization: arguments[6])
-    let state = syncedPaint(directory: arguments[2], key: key, url: arguments[4], network: network, outbox: nil)
-    await stop(at: step, state, key: key, directory: arguments[2], network: network)
+    let storage = DyingStorage(directory: arguments[2])
+    let state = syncedPaint(
+        directory: arguments[2], key: key, url: arguments[4], network: network, outbox: nil, storage: storage)
+    await stop(at: step, state, key: key, directory: arguments[2], network: network, storage: storage)
 case "sync-count" where arguments.count == 7 || arguments.count == 8:
     let authorization = arguments[6] == "-" ? nil : arguments[6]
     let sink = HTTPSyncSink<Int>(
