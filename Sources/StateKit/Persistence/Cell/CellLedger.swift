@@ -187,10 +187,9 @@ struct CellLedger {
         return .write(recordsFirst: isMarkNeeded == true ? first : nil)
     }
 
-    /// A write to storage is about to start; returns its generation.
-    mutating func writeStarted() -> UInt64 {
+    /// A write to storage is about to start: a value read from storage before it is stale.
+    mutating func writeStarted() {
         storeGeneration &+= 1
-        return storeGeneration
     }
 
     /// `version` could not be encoded: its error stands until a later version is saved.

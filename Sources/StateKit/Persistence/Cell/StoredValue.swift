@@ -351,7 +351,7 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
             )
         }
         if representation?.fingerprint != knownFingerprint {
-            _ = lock.withLock { ledger.writeStarted() }
+            lock.withLock { ledger.writeStarted() }
             do {
                 try codec.store(representation)
             } catch {
