@@ -53,3 +53,17 @@ extension WritableKeyPathProjection: DerivationSource {
         KeyPathProjection(root: root, path: path).derivationInputs
     }
 }
+
+/// A derived state computed from an element projection watches the element's key path
+/// (`\.cells[i]`), as one computed from `observe(\.cells[i])` does.
+extension ElementProjection: DerivationSource {
+    var derivationInputs: [DerivationInput] {
+        whole.derivationInputs
+    }
+}
+
+extension WritableElementProjection: DerivationSource {
+    var derivationInputs: [DerivationInput] {
+        readOnly.derivationInputs
+    }
+}

@@ -25,6 +25,7 @@ public class Observed<Value> {
     /// Observation's bridge, made on the first read; see `Observed+Observation.swift`.
     let tracking = ProjectionTracking()
 
+    @usableFromInline
     init(_ projection: any Projection<Value>) {
         self.projection = projection
     }
@@ -126,8 +127,10 @@ extension Observed where Value: Sendable {
 /// app.user.visits.modify { $0 += 1 }   // atomic read-modify-write of one part
 /// ```
 public final class MutableObserved<Value>: Observed<Value> {
-    private let writable: any WritableProjection<Value>
+    @usableFromInline
+    let writable: any WritableProjection<Value>
 
+    @usableFromInline
     init(_ writable: any WritableProjection<Value>) {
         self.writable = writable
         super.init(writable)

@@ -23,6 +23,12 @@ protocol Projection<Value>: Sendable {
     /// state's version), for a derived state's early cutoff; `nil` when the projection has none
     /// (a key path of a container, whose container's version moves with other parts too).
     var changeStamp: (() -> UInt64)? { get }
+    /// A projection of the element at `index` of this value, a collection of type `Elements`
+    /// (which is `Value`). A projection of a container's key path makes one that joins the
+    /// path's ``ElementNode``; others append the subscript to their path.
+    func element<Elements: RandomAccessCollection>(
+        at index: Elements.Index, scan: ElementScan<Elements>
+    ) -> any Projection<Elements.Element> where Elements.Element: Equatable, Elements.Index: Hashable
 }
 
 extension Projection {
@@ -31,6 +37,13 @@ extension Projection {
     var changeStamp: (() -> UInt64)? { nil }
 
     func readUntracked() -> Value { read() }
+
+    func element<Elements: RandomAccessCollection>(
+        at index: Elements.Index, scan: ElementScan<Elements>
+    ) -> any Projection<Elements.Element> where Elements.Element: Equatable, Elements.Index: Hashable {
+        let path: KeyPath<Elements, Elements.Element> = \Elements.[index]
+        return appending(path as! KeyPath<Value, Elements.Element>)
+    }
 }
 
 /// A projection that writes through to its container.
@@ -40,6 +53,20 @@ protocol WritableProjection<Value>: Projection {
     func modify<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result
     func update<Result>(_ body: (inout Value) throws -> Result) throws -> Result
     func appending<Part: Equatable>(writable path: WritableKeyPath<Value, Part>) -> any WritableProjection<Part>
+    /// A writable projection of the element at `index` of this value, a collection of type
+    /// `Elements` (which is `Value`); see ``Projection/element(at:scan:)``.
+    func writableElement<Elements: RandomAccessCollection & MutableCollection>(
+        at index: Elements.Index, scan: ElementScan<Elements>
+    ) -> any WritableProjection<Elements.Element> where Elements.Element: Equatable, Elements.Index: Hashable
+}
+
+extension WritableProjection {
+    func writableElement<Elements: RandomAccessCollection & MutableCollection>(
+        at index: Elements.Index, scan: ElementScan<Elements>
+    ) -> any WritableProjection<Elements.Element> where Elements.Element: Equatable, Elements.Index: Hashable {
+        let path: WritableKeyPath<Elements, Elements.Element> = \Elements.[index]
+        return appending(writable: path as! WritableKeyPath<Value, Elements.Element>)
+    }
 }
 
 /// A read-only view of a whole container: its own subscribers, no comparison.
@@ -99,6 +126,12 @@ struct KeyPathProjection<Root, Value: Equatable>: Projection, @unchecked Sendabl
     func appending<Part: Equatable>(_ path: KeyPath<Value, Part>) -> any Projection<Part> {
         KeyPathProjection<Root, Part>(root: root, path: self.path.appending(path: path))
     }
+
+    func element<Elements: RandomAccessCollection>(
+        at index: Elements.Index, scan: ElementScan<Elements>
+    ) -> any Projection<Elements.Element> where Elements.Element: Equatable, Elements.Index: Hashable {
+        ElementProjection(root: root, parent: path as! KeyPath<Root, Elements>, index: index, scan: scan)
+    }
 }
 
 /// One writable key path of a container.
@@ -133,6 +166,19 @@ struct WritableKeyPathProjection<Root, Value: Equatable>: WritableProjection, @u
 
     func appending<Part: Equatable>(writable path: WritableKeyPath<Value, Part>) -> any WritableProjection<Part> {
         WritableKeyPathProjection<Root, Part>(root: root, path: self.path.appending(path: path))
+    }
+
+    func element<Elements: RandomAccessCollection>(
+        at index: Elements.Index, scan: ElementScan<Elements>
+    ) -> any Projection<Elements.Element> where Elements.Element: Equatable, Elements.Index: Hashable {
+        readOnly.element(at: index, scan: scan)
+    }
+
+    func writableElement<Elements: RandomAccessCollection & MutableCollection>(
+        at index: Elements.Index, scan: ElementScan<Elements>
+    ) -> any WritableProjection<Elements.Element> where Elements.Element: Equatable, Elements.Index: Hashable {
+        WritableElementProjection(
+            root: root, parent: path as! WritableKeyPath<Root, Elements>, index: index, scan: scan)
     }
 
     func assign(_ newValue: Value) -> RejectedWriteError? {

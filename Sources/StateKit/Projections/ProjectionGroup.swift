@@ -17,6 +17,10 @@ class ProjectionGroupBase {
         self.createdVersion = createdVersion
     }
 
+    /// Whether the group is an ``ElementNode``, which the container indexes apart from the groups
+    /// of key paths (its path is its collection's, which a group of that key path may share).
+    var isElementNode: Bool { false }
+
     var isEmptyLocked: Bool { fatalError("abstract") }
 
     func removeLocked(_ entry: SubscriptionEntry) { fatalError("abstract") }
@@ -27,6 +31,12 @@ class ProjectionGroupBase {
     /// Removes the subscribers whose container was released (one of a shared cell's, while the
     /// others live) and returns them. Call it with the container's lock held.
     func removeReleasedOwnersLocked() -> [SubscriptionEntry] { fatalError("abstract") }
+
+    /// The ``ElementNode`` this group is a position of, if it is one.
+    var elementNode: ProjectionGroupBase? { nil }
+
+    /// Takes an emptied position out of this ``ElementNode``. Call it with the container's lock held.
+    func removeChildLocked(_ child: ProjectionGroupBase) { fatalError("not an element node") }
 }
 
 /// A projection group for a container of `Root`.
@@ -57,7 +67,8 @@ final class KeyPathGroup<Root, Part: Equatable>: ProjectionGroup<Root> {
     private var last: Part
 
     init(keyPath: KeyPath<Root, Part>, rootKey: String, current: Part, version: UInt64, lock: Lock) {
-        self.reader = PartReader(keyPath)
+        let reader = PartReader(keyPath)
+        self.reader = reader
         self.rootKey = rootKey
         self.last = current
         self.lock = lock

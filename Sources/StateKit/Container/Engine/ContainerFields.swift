@@ -31,6 +31,8 @@ struct ContainerFields<Value> {
     @usableFromInline
     var audience = Audience<Value>()
     var projectionIndex: [AnyKeyPath: ProjectionGroup<Value>] = [:]
+    /// The ``ElementNode``s, by the path of their collection.
+    var elementNodes: [AnyKeyPath: ProjectionGroup<Value>] = [:]
     /// The containers of a shared cell whose ``State/didModify()`` runs as a hook after each
     /// change, whichever of the cell's containers delivers it; see ``State/init(sharing:key:)``.
     var hookedMembers: [WeakContainer<Value>] = []
@@ -186,15 +188,23 @@ extension ContainerFields {
     }
 
     /// Takes `entry` out of its projection group, and the group out of the audience if it was
-    /// the last. Called with the lock held.
+    /// the last (for a position of an ``ElementNode``: the position out of its node, and the node
+    /// out of the audience if that was its last). Called with the lock held.
     @usableFromInline
     mutating func removeSubscriber(_ entry: SubscriptionEntry, from group: ProjectionGroupBase, claim: DeliveryClaim) {
         group.removeLocked(entry)
-        if group.isEmptyLocked {
+        guard group.isEmptyLocked else { return }
+        var emptied = group
+        if let node = group.elementNode {
+            node.removeChildLocked(group)
+            guard node.isEmptyLocked else { return }
+            elementNodes[node.path] = nil
+            emptied = node
+        } else {
             projectionIndex[group.path] = nil
-            retireSubscribers(claim: claim)
-            audience.projections.removeAll { $0 === group }
         }
+        retireSubscribers(claim: claim)
+        audience.projections.removeAll { $0 === emptied }
     }
 
     /// Checks, in debug builds, that the delivery claim matches the queue and that the fast-path

@@ -167,7 +167,12 @@ extension State {
         }
         for group in audience.projections {
             released += group.removeReleasedOwnersLocked()
-            if group.isEmptyLocked { projectionIndex[group.path] = nil }
+            guard group.isEmptyLocked else { continue }
+            if group.isElementNode {
+                fields.pointee.elementNodes[group.path] = nil
+            } else {
+                projectionIndex[group.path] = nil
+            }
         }
         audience.projections.removeAll { $0.isEmptyLocked }
         return released
