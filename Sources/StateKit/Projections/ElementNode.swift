@@ -5,7 +5,8 @@ import Foundation
 ///
 /// A change reads the collection once, then compares each watched position with a typed
 /// subscript (``ElementScan``), where a group per key path applied `\.cells[i]` through the
-/// runtime for each projection (about 2,300 instructions each).
+/// runtime for each projection (about 2,300 instructions each). A write through one position
+/// (``State/write(unlessAlready:confinedTo:_:)``) compares that position only.
 ///
 /// The container's lock guards ``children`` and ``childAtIndex``; each child's `last` is touched
 /// only by the thread delivering the container.
@@ -15,6 +16,9 @@ where Elements.Element: Equatable, Elements.Index: Hashable {
     let rootKey: String
     unowned let lock: Lock
     let scan: ElementScan<Elements>
+    /// Whether a write through one position changes nothing else in the container's value: true
+    /// when the path is a chain of stored struct properties and the collection is a value.
+    let confinesWrites: Bool
     var children: ContiguousArray<ElementGroup<Elements>> = []
     var childAtIndex: [Elements.Index: ElementGroup<Elements>] = [:]
 
@@ -26,7 +30,10 @@ where Elements.Element: Equatable, Elements.Index: Hashable {
         self.scan = scan
         self.rootKey = rootKey
         self.lock = lock
-        super.init(path: path, createdVersion: version)
+        // A write through a computed path, or into a collection that is an object, may change other
+        // positions too (a setter may sort; another reference may see the object).
+        self.confinesWrites = reader.storedRange != nil && !(Elements.self is AnyObject.Type)
+        super.init(path: path, createdVersion: version, storedRange: reader.storedRange)
     }
 
     override var isElementNode: Bool { true }
@@ -71,6 +78,13 @@ where Elements.Element: Equatable, Elements.Index: Hashable {
         return child
     }
 
+    /// The scope of a write through the position at `index` (see ``State/write(unlessAlready:confinedTo:_:)``): that
+    /// position, or the node itself when nobody watches it. Call it with the container's lock held.
+    func scopeLocked(ofWriteAt index: Elements.Index) -> ProjectionGroupBase? {
+        guard confinesWrites else { return nil }
+        return childAtIndex[index] ?? self
+    }
+
     override func evaluate(
         _ root: Root, at address: UnsafePointer<Root>, version: UInt64, timestamp: Date?, depth: Int,
         origin: ChangeOrigin
@@ -83,6 +97,21 @@ where Elements.Element: Equatable, Elements.Index: Hashable {
             scan.compare(elements, children, version, timestamp, depth, origin)
         }
     }
+
+    override func evaluate(
+        _ root: Root, at address: UnsafePointer<Root>, version: UInt64, timestamp: Date?, depth: Int,
+        origin: ChangeOrigin, within scope: ProjectionGroupBase
+    ) {
+        if scope === self { return }
+        guard let child = scope as? ElementGroup<Elements>, child.nodeID == ObjectIdentifier(self) else {
+            return super.evaluate(
+                root, at: address, version: version, timestamp: timestamp, depth: depth, origin: origin, within: scope)
+        }
+        let elements = reader.read(root, at: address)
+        withUnsafePointer(to: child) { child in
+            scan.compare(elements, UnsafeBufferPointer(start: child, count: 1), version, timestamp, depth, origin)
+        }
+    }
 }
 
 /// One watched position of an ``ElementNode``: its projections' subscribers and the element they
@@ -92,6 +121,9 @@ final class ElementGroup<Elements: RandomAccessCollection>: ProjectionGroupBase
 where Elements.Element: Equatable {
     @usableFromInline
     let index: Elements.Index
+    /// The node's identity, for a write's scope (see ``ElementNode``), which compares it without
+    /// reaching the node.
+    let nodeID: ObjectIdentifier
     weak var node: ProjectionGroupBase?
     let rootKey: String
     unowned let lock: Lock
@@ -110,13 +142,16 @@ where Elements.Element: Equatable {
         position: Int
     ) where Elements.Index: Hashable {
         self.index = index
+        self.nodeID = ObjectIdentifier(node)
         self.node = node
         self.rootKey = node.rootKey
         self.lock = node.lock
         self.position = position
         self.last = current
         // The whole path only names the position in changes' keys; it is no group's index key.
-        super.init(path: node.reader.keyPath.appending(path: \Elements.[index]), createdVersion: version)
+        super.init(
+            path: node.reader.keyPath.appending(path: \Elements.[index]), createdVersion: version,
+            storedRange: node.storedRange)
     }
 
     override var elementNode: ProjectionGroupBase? { node }

@@ -45,7 +45,8 @@ where Elements.Element: Equatable, Elements.Index: Hashable {
 }
 
 /// The element at one position of a writable collection in a container: a write through it
-/// (`state.cells[k] ~> v`) is one change of the whole value.
+/// (`state.cells[k] ~> v`) is confined to that element, so only the projections that can see it
+/// are evaluated (see ``State/write(unlessAlready:confinedTo:_:)``).
 struct WritableElementProjection<Root, Elements: RandomAccessCollection & MutableCollection>: WritableProjection,
     @unchecked Sendable
 where Elements.Element: Equatable, Elements.Index: Hashable {
@@ -144,13 +145,19 @@ extension State {
     }
 
     /// Writes `newValue` at `index` of the collection at `path`, unless the element is already
-    /// equal, as one change of the whole value.
+    /// equal, as one change of the whole value whose scope is that element's position.
     func assign<Elements: RandomAccessCollection & MutableCollection>(
         _ newValue: Elements.Element,
         toElementAt index: Elements.Index,
         of path: WritableKeyPath<Value, Elements>,
         reader: PartReader<Value, Elements>
     ) -> RejectedWriteError? where Elements.Element: Equatable, Elements.Index: Hashable {
-        write(unlessAlready: { reader.read($0)[index] == newValue }) { $0[keyPath: path][index] = newValue }
+        write(
+            unlessAlready: { reader.read($0)[index] == newValue },
+            confinedTo: {
+                guard let node = fields.pointee.elementNodes[path] else { return nil }
+                return unsafeDowncast(node, to: ElementNode<Value, Elements>.self).scopeLocked(ofWriteAt: index)
+            }
+        ) { $0[keyPath: path][index] = newValue }
     }
 }

@@ -15,6 +15,12 @@ struct PartReader<Root, Part> {
         self.offset = MemoryLayout<Root>.offset(of: keyPath)
     }
 
+    /// The bytes of `Root` that the part occupies, when the path is a chain of stored struct
+    /// properties.
+    var storedRange: Range<Int>? {
+        offset.map { $0..<($0 + MemoryLayout<Part>.size) }
+    }
+
     func read(_ root: Root) -> Part {
         withUnsafePointer(to: root) { read(root, at: $0) }
     }

@@ -217,8 +217,12 @@ extension State {
     }
 
     /// Writes `newValue` at `path` as one change of the whole value, unless the part is already equal.
+    ///
+    /// The group of `path`, if it has one, is the change's scope (see ``State/write(unlessAlready:confinedTo:_:)``).
     func assign<Part: Equatable>(_ newValue: Part, at path: WritableKeyPath<Value, Part>) -> RejectedWriteError? {
-        write(unlessAlready: { $0[keyPath: path] == newValue }) { $0[keyPath: path] = newValue }
+        write(unlessAlready: { $0[keyPath: path] == newValue }, confinedTo: { projectionIndex[path] }) {
+            $0[keyPath: path] = newValue
+        }
     }
 
     /// Subscribes to the part at `path`, joining the group of projections that share it.

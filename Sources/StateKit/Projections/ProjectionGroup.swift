@@ -11,15 +11,27 @@ class ProjectionGroupBase {
     /// The container's version when the group was made; older changes are not its business.
     @usableFromInline
     let createdVersion: UInt64
+    /// The bytes of the container's value that the group's part occupies, when its path is a
+    /// chain of stored struct properties (`nil` otherwise). A write confined to bytes disjoint
+    /// from these cannot change the part: see ``isUnchanged(by:)``.
+    let storedRange: Range<Int>?
 
-    init(path: AnyKeyPath, createdVersion: UInt64) {
+    init(path: AnyKeyPath, createdVersion: UInt64, storedRange: Range<Int>?) {
         self.path = path
         self.createdVersion = createdVersion
+        self.storedRange = storedRange
     }
 
     /// Whether the group is an ``ElementNode``, which the container indexes apart from the groups
     /// of key paths (its path is its collection's, which a group of that key path may share).
     var isElementNode: Bool { false }
+
+    /// Whether a write that changed only the part of `scope` (see ``State/write(unlessAlready:confinedTo:_:)``) leaves
+    /// this group's part as it was: their stored bytes are known and do not overlap.
+    final func isUnchanged(by scope: ProjectionGroupBase) -> Bool {
+        guard let mine = storedRange, let written = scope.storedRange else { return false }
+        return !mine.overlaps(written)
+    }
 
     var isEmptyLocked: Bool { fatalError("abstract") }
 
@@ -51,6 +63,18 @@ class ProjectionGroup<Root>: ProjectionGroupBase {
     ) {
         fatalError("abstract")
     }
+
+    /// ``evaluate(_:at:version:timestamp:depth:origin:)`` for a change that a write through a
+    /// projection confined to the part of `scope` (see ``State/write(unlessAlready:confinedTo:_:)``): a group whose
+    /// part lies elsewhere is left alone.
+    @usableFromInline
+    func evaluate(
+        _ root: Root, at address: UnsafePointer<Root>, version: UInt64, timestamp: Date?, depth: Int,
+        origin: ChangeOrigin, within scope: ProjectionGroupBase
+    ) {
+        if isUnchanged(by: scope) { return }
+        evaluate(root, at: address, version: version, timestamp: timestamp, depth: depth, origin: origin)
+    }
 }
 
 /// The group of projections of `path`.
@@ -72,7 +96,7 @@ final class KeyPathGroup<Root, Part: Equatable>: ProjectionGroup<Root> {
         self.rootKey = rootKey
         self.last = current
         self.lock = lock
-        super.init(path: keyPath, createdVersion: version)
+        super.init(path: keyPath, createdVersion: version, storedRange: reader.storedRange)
     }
 
     override var isEmptyLocked: Bool { subscribers.isEmpty }

@@ -25,6 +25,23 @@ extension State {
         return writeOutsideTransaction(unlessAlready: isUnchanged, origin: origin, body)
     }
 
+    /// ``write(unlessAlready:origin:_:)`` for a write that changes only the part one projection
+    /// group looks at (`state.cells[k] ~> v`): `scope`, called with the lock held, finds that group,
+    /// so that groups of disjoint parts need not evaluate the change. A transaction's commit
+    /// delivers to every group.
+    final func write(
+        unlessAlready isUnchanged: (Value) -> Bool,
+        confinedTo scope: () -> ProjectionGroupBase?,
+        _ body: (inout Value) -> Void
+    ) -> RejectedWriteError? {
+        if let log = openTransactionLog {
+            var rejection: RejectedWriteError?
+            _ = writeInTransaction(log, rejection: &rejection, unlessAlready: isUnchanged, body)
+            return rejection
+        }
+        return writeOutsideTransaction(unlessAlready: isUnchanged, confinedTo: scope, body)
+    }
+
     /// Replaces the value with `newValue`, unless `isUnchanged` says the value already equals it.
     ///
     /// ``write(unlessAlready:origin:_:)``, but inside a transaction the container need not be read

@@ -54,6 +54,18 @@ struct CountedBoard: Equatable, Sendable {
         subscriptions.forEach { $0.cancel() }
     }
 
+    @Test func writeThroughOneElementComparesOnlyThatPosition() {
+        let counter = ComparisonCounter()
+        let initial = CountedBoard(cells: (0..<10_000).map { CountedCell(value: $0, comparisons: counter) })
+        let board = MonitoredState(initial, key: uniqueKey())
+        let subscriptions = (0..<10_000).map { board.cells[$0].subscribe { _ in } }
+        let before = counter.count.load(ordering: .relaxed)
+        board.cells[17] ~> CountedCell(value: -1, comparisons: counter)
+        // One comparison to skip an equal write, one for the projection of position 17.
+        #expect(counter.count.load(ordering: .relaxed) - before == 2)
+        subscriptions.forEach { $0.cancel() }
+    }
+
     @Test func wholeValueModifyNotifiesExactlyTheChangedElements() {
         let counter = ComparisonCounter()
         let initial = CountedBoard(cells: (0..<10_000).map { CountedCell(value: $0, comparisons: counter) })
@@ -84,6 +96,41 @@ struct CountedBoard: Equatable, Sendable {
         #expect(calls.all == [0, -1])
         subscription.cancel()
         whole.cancel()
+    }
+
+    @Test func writeThroughAnElementReachesEveryProjectionThatSeesIt() {
+        let board = MonitoredState(Board(size: 100), key: uniqueKey())
+        let seen = Collector<String>()
+        let subscriptions = [
+            board.cells[5].subscribe { seen.append("element \($0)") },
+            board.observe(\.cells[5]).subscribe { seen.append("key path \($0)") },
+            board.cells.subscribe { seen.append("cells \($0[5])") },
+            board.total.subscribe { seen.append("total \($0)") },
+            board.cells.count.subscribe { seen.append("count \($0)") },
+            board.title.subscribe { seen.append("title \($0)") },
+            board.cells[6].subscribe { seen.append("neighbour \($0)") },
+        ]
+        let initial = seen.count
+        board.cells[5] ~> 9
+        #expect(Set(seen.all.dropFirst(initial)) == ["element 9", "key path 9", "cells 9", "total 9"])
+        #expect(seen.count == initial + 4)
+        subscriptions.forEach { $0.cancel() }
+    }
+
+    @Test func writeThroughAStoredPathReachesEveryProjectionThatSeesIt() {
+        let board = MonitoredState(Board(size: 10), key: uniqueKey())
+        let seen = Collector<String>()
+        let subscriptions = [
+            board.user.name.subscribe { seen.append("name \($0)") },
+            board.user.subscribe { seen.append("user \($0.name)") },
+            board.title.subscribe { seen.append("title \($0)") },
+            board.cells[0].subscribe { seen.append("cell \($0)") },
+        ]
+        let initial = seen.count
+        board.user.name ~> "Tim"
+        #expect(Set(seen.all.dropFirst(initial)) == ["name Tim", "user Tim"])
+        #expect(seen.count == initial + 2)
+        subscriptions.forEach { $0.cancel() }
     }
 
     @Test func elementSubscribersSeeVersionOrderUnderConcurrentWriters() async {

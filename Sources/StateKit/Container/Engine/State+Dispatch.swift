@@ -21,8 +21,16 @@ extension State {
     /// The common case (nobody delivering, not inside a handler, no hook, no write observer) is
     /// delivered right here, specialised in the client; everything else goes through
     /// ``scheduleChangeAndUnlock(oldValue:announcedByHand:origin:in:)``.
+    ///
+    /// - Parameter scope: For a write confined to the part of one projection group, that group:
+    ///   delivered here, the change is evaluated only by the groups whose part may overlap it (see
+    ///   ``ProjectionGroup/evaluate(_:at:version:timestamp:depth:origin:within:)``). A queued
+    ///   change is evaluated by every group.
     @inlinable
-    final func publishAndUnlock(oldValue: Value?, announcedByHand: Bool = false, origin: ChangeOrigin = .local) {
+    final func publishAndUnlock(
+        oldValue: Value?, announcedByHand: Bool = false, origin: ChangeOrigin = .local,
+        scope: ProjectionGroupBase? = nil
+    ) {
         let context = DeliveryContext.current(key: deliveryKey)
         guard !context.isDelivering && mayClaimLocked else {
             scheduleChangeAndUnlock(oldValue: oldValue, announcedByHand: announcedByHand, origin: origin, in: context)
@@ -46,7 +54,7 @@ extension State {
         let others = audience.hasProjectionsOrListeners ? audience : nil
         lock.unlock()
         context.beginOutermost()
-        notify(change, subscribers: subscribers, others: others, in: context)
+        notify(change, subscribers: subscribers, others: others, scope: scope, in: context)
         finishDelivery(in: context)
         context.endOutermost()
     }
@@ -71,12 +79,14 @@ extension State {
     /// Hands `change` to the subscribers, then to the projections and listeners of `others`,
     /// then hands on the follow-up one of the subscribers computed, such as a derived state's change (see
     /// ``DeliveryContext/holdFollowUp(of:deliver:)``). The subscribers stay alive until the
-    /// caller lets go of the claim, or of its copy of the list.
+    /// caller lets go of the claim, or of its copy of the list. `scope`: see
+    /// ``publishAndUnlock(oldValue:announcedByHand:origin:scope:)``.
     @inlinable
     final func notify(
         _ change: PendingChange<Value>,
         subscribers: UnretainedSubscribers<Value>,
         others: Audience<Value>?,
+        scope: ProjectionGroupBase? = nil,
         in context: DeliveryContext
     ) {
         // Read before the loop: a handler takes its value by address, and the loop copied the
@@ -93,7 +103,7 @@ extension State {
             }
         }
         if let others {
-            notifyProjectionsAndListeners(change, audience: others)
+            notifyProjectionsAndListeners(change, audience: others, scope: scope)
         }
         context.deliverHeldFollowUp()
     }
@@ -128,9 +138,19 @@ extension State {
     /// Not inlined into ``notify(_:subscribers:others:in:)``, whose every call would otherwise
     /// keep registers for it: write1 cost 3 instructions more when it was.
     @inlinable @inline(never)
-    final func notifyProjectionsAndListeners(_ change: PendingChange<Value>, audience: Audience<Value>) {
+    final func notifyProjectionsAndListeners(
+        _ change: PendingChange<Value>, audience: Audience<Value>, scope: ProjectionGroupBase?
+    ) {
         if !audience.projections.isEmpty {
             withUnsafePointer(to: change.newValue) { address in
+                if let scope {
+                    for group in audience.projections where group.createdVersion < change.version {
+                        group.evaluate(
+                            change.newValue, at: address, version: change.version, timestamp: change.timestamp,
+                            depth: change.depth, origin: change.changeOrigin, within: scope)
+                    }
+                    return
+                }
                 for group in audience.projections where group.createdVersion < change.version {
                     group.evaluate(
                         change.newValue, at: address, version: change.version, timestamp: change.timestamp,

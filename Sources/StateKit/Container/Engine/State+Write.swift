@@ -34,6 +34,50 @@ extension State {
         return rejection
     }
 
+    /// ``write(unlessAlready:confinedTo:_:)`` when no transaction is open on this thread:
+    /// ``writeOutsideTransaction(unlessAlready:origin:_:)``, with the scope of the change found
+    /// after `body` ran, with the lock held.
+    final func writeOutsideTransaction(
+        unlessAlready isUnchanged: (Value) -> Bool,
+        confinedTo scope: () -> ProjectionGroupBase?,
+        _ body: (inout Value) -> Void
+    ) -> RejectedWriteError? {
+        lock.lock()
+        if isUnchanged(storedValue) {
+            lock.unlock()
+            return nil
+        }
+        guard let observation = observation.unretained else {
+            return writeConfinedAndUnlock(scope, body)
+        }
+        lock.unlock()
+        observation._withUnsafeGuaranteedRef { $0.willSet() }
+        defer { observation._withUnsafeGuaranteedRef { $0.didSet() } }
+        lock.lock()
+        if isUnchanged(storedValue) {
+            lock.unlock()
+            return nil
+        }
+        return writeConfinedAndUnlock(scope, body)
+    }
+
+    /// ``writeAndUnlock(rejection:origin:_:)`` for a write confined to the part of `scope`'s
+    /// group; with a validator (which sees the whole value), as any write.
+    private func writeConfinedAndUnlock(
+        _ scope: () -> ProjectionGroupBase?, _ body: (inout Value) -> Void
+    ) -> RejectedWriteError? {
+        var rejection: RejectedWriteError?
+        guard validator == nil && hasAudience else {
+            writeAndUnlock(rejection: &rejection, body)
+            return rejection
+        }
+        let oldValue = wantsChangeRecords ? storedValue : nil
+        body(&storedValue)
+        storedVersion &+= 1
+        publishAndUnlock(oldValue: oldValue, scope: scope())
+        return nil
+    }
+
     /// ``mutate(rejection:_:)`` when no transaction is open on this thread.
     @inlinable
     final func mutateOutsideTransaction<Result>(
