@@ -208,9 +208,14 @@ struct ElementScan<Elements: RandomAccessCollection>: @unchecked Sendable where 
             _ elements: Elements, _ children: UnsafeBufferPointer<ElementGroup<Elements>>, _ version: UInt64,
             _ timestamp: Date?, _ depth: Int, _ origin: ChangeOrigin
         ) -> Void
+    /// The element at a position. Called from code not specialised for `Elements`, the
+    /// collection's own subscript reads through a coroutine whose frame is allocated on each call.
+    @usableFromInline
+    let element: (_ elements: Elements, _ index: Elements.Index) -> Elements.Element
 
     @inlinable
     init() {
+        element = { $0[$1] }
         compare = { elements, children, version, timestamp, depth, origin in
             for child in children where child.createdVersion < version {
                 let element = elements[child.index]

@@ -26,7 +26,7 @@ where Elements.Element: Equatable, Elements.Index: Hashable {
 
     var key: String { whole.key }
 
-    func read() -> Elements.Element { root.read(parent)[index] }
+    func read() -> Elements.Element { scan.element(root.read(parent), index) }
 
     func subscribe(
         queue: DispatchQueue?,
@@ -91,7 +91,7 @@ where Elements.Element: Equatable, Elements.Index: Hashable {
     }
 
     func assign(_ newValue: Elements.Element) -> RejectedWriteError? {
-        root.assign(newValue, toElementAt: index, of: path, reader: readOnly.parent)
+        root.assign(newValue, toElementAt: index, of: path, reader: readOnly.parent, scan: readOnly.scan)
     }
 
     func modify<Result>(_ body: (inout Elements.Element) throws -> Result) rethrows -> Result {
@@ -120,7 +120,7 @@ extension State {
         let context = DeliveryContext.current
         let link = subscriberLink
         lock.lock()
-        let current = reader.read(storedValue)[index]
+        let current = scan.element(reader.read(storedValue), index)
         let node: ElementNode<Value, Elements>
         if let existing = fields.pointee.elementNodes[reader.keyPath] {
             node = unsafeDowncast(existing, to: ElementNode<Value, Elements>.self)
@@ -150,10 +150,11 @@ extension State {
         _ newValue: Elements.Element,
         toElementAt index: Elements.Index,
         of path: WritableKeyPath<Value, Elements>,
-        reader: PartReader<Value, Elements>
+        reader: PartReader<Value, Elements>,
+        scan: ElementScan<Elements>
     ) -> RejectedWriteError? where Elements.Element: Equatable, Elements.Index: Hashable {
         write(
-            unlessAlready: { reader.read($0)[index] == newValue },
+            unlessAlready: { scan.element(reader.read($0), index) == newValue },
             confinedTo: {
                 guard let node = fields.pointee.elementNodes[path] else { return nil }
                 return unsafeDowncast(node, to: ElementNode<Value, Elements>.self).scopeLocked(ofWriteAt: index)
