@@ -9,8 +9,10 @@ import Observation
 /// changed is told by the registrar, not by the key path.
 @usableFromInline
 final class ObservationPoint: Observable, Sendable {
-    private let registrar = ObservationRegistrar()
-    private let keyPath: any KeyPath<ObservationPoint, Void> & Sendable = \ObservationPoint.value
+    @usableFromInline
+    let registrar = ObservationRegistrar()
+    @usableFromInline
+    let keyPath: any KeyPath<ObservationPoint, Void> & Sendable = \ObservationPoint.value
 
     @usableFromInline
     init() {}
@@ -20,7 +22,10 @@ final class ObservationPoint: Observable, Sendable {
 
     /// Registers a read with the `withObservationTracking` scope (or SwiftUI view) running on
     /// this thread, if any.
-    @usableFromInline
+    ///
+    /// Inlinable, so that a read calls the registrar directly: otherwise the optimiser merged this
+    /// with ``willSet()`` and ``didSet()`` into one function that picks its call at run time.
+    @inlinable
     func access() {
         registrar.access(self, keyPath: keyPath)
     }
