@@ -24,6 +24,7 @@ let benchmarks: @Sendable () -> Void = {
     registerObservableWriteBound()
     registerSubscriptionBound()
     registerFanOut()
+    registerElementFanOut()
     registerSamePath()
     registerContention()
     registerSyncedState()
@@ -164,6 +165,53 @@ func registerFanOut() {
         modelNext &+= 1
         model.cells[modelNext % projectionCount] &+= 1
         blackHole(trackers)
+    }
+}
+
+/// Scenarios 3e and 3w: element projections (`state.cells[i]`), which share one read of the
+/// collection per change. 3e: 1,000 and 10,000 of them, each whole-value `modify` changing one
+/// element. 3w: a write through one of 100 or 10,000 element projections (the Floor, which has no
+/// projection to write through, writes the element and evaluates every projection).
+func registerElementFanOut() {
+    let configuration = Benchmark.Configuration(scalingFactor: .one, maxIterations: 3_000)
+    let handler: @Sendable (Int) -> Void = { blackHole($0) }
+    for (scenario, size, writesThrough) in [
+        ("3e fan-out 1,000 elements", 1_000, false), ("3e fan-out 10,000 elements", 10_000, false),
+        ("3w write through one of 100 elements", 100, true), ("3w write through one of 10,000 elements", 10_000, true),
+    ] {
+        let grid = Grid(cells: [Int](repeating: 0, count: size))
+        let floor = Floor(grid)
+        let floorTokens = (0..<size).map { index in
+            let projection = FloorProjection(initial: grid, read: { $0.cells[index] }, handler: handler)
+            return floor.subscribe { projection.evaluate($0) }
+        }
+        var floorNext = 0
+        Benchmark("\(scenario)/Floor", configuration: configuration) { _ in
+            floorNext &+= 1
+            let cell = floorNext % size
+            if writesThrough {
+                let value = floorNext
+                floor.modify { $0.cells[cell] = value }
+            } else {
+                floor.modify { $0.cells[cell] &+= 1 }
+            }
+            blackHole(floorTokens)
+        }
+
+        let state = MonitoredState(grid, key: "benchmark.elements.\(size)")
+        let cells = (0..<size).map { state.cells[$0] }
+        let stateTokens = cells.map { $0.subscribe(handler) }
+        var stateNext = 0
+        Benchmark("\(scenario)/StateKit", configuration: configuration) { _ in
+            stateNext &+= 1
+            let cell = stateNext % size
+            if writesThrough {
+                cells[cell].modify(stateNext)
+            } else {
+                state.modify { $0.cells[cell] &+= 1 }
+            }
+            blackHole(stateTokens)
+        }
     }
 }
 

@@ -1,8 +1,10 @@
 // Drives one StateKit scenario for callgrind, which counts instructions repeatably on a shared
 // machine. Only `measured(_:_:)` is counted when run as Scripts/profile.sh does.
 import CombinePeers
+import Observation
 import OpenCombine
 import StateKit
+import Synchronization
 
 struct Grid: Equatable, Sendable {
     var cells = [Int](repeating: 0, count: 1_000)
@@ -33,6 +35,19 @@ struct ParkedRemoteSink: RemoteSyncSink {
     }
 }
 
+/// The bound of an observable read (`readBound`): what any thread-safe `Observable` container must
+/// do to read its value, a lock pair and telling Observation's registrar of the access.
+final class RegisteredReader: Observable, @unchecked Sendable {
+    private let registrar = ObservationRegistrar()
+    private let keyPath = \RegisteredReader.value
+    private let storage = Mutex(0)
+
+    var value: Int {
+        registrar.access(self, keyPath: keyPath)
+        return storage.withLock { $0 }
+    }
+}
+
 /// How many times the links of `chainCutoff` computed.
 nonisolated(unsafe) var linkComputations = 0
 
@@ -50,6 +65,9 @@ switch scenario {
 case "read":
     let state = MonitoredState(0, key: "read")
     measured(count) { next &+= state.value }
+case "readBound":
+    let reader = RegisteredReader()
+    measured(count) { next &+= reader.value }
 case "writeAfterRead":
     // Scenario 2r: writes to a container whose value was read once, outside any tracking.
     let state = MonitoredState(0, key: "writeAfterRead")
@@ -76,6 +94,33 @@ case "fanout", "fanout10k":
         next &+= 1
         let cell = next % size
         state.modify { $0.cells[cell] &+= 1 }
+    }
+    withExtendedLifetime(tokens) {}
+case "fanoutTree", "fanoutTree10k":
+    // fanout with element projections (`state.cells[i]`), which share one read of `cells` per write.
+    let size = scenario == "fanoutTree" ? 1_000 : 10_000
+    let state = MonitoredState(Grid(cells: [Int](repeating: 0, count: size)), key: scenario)
+    let tokens = (0..<size).map { index in state.cells[index].subscribe { _ in } }
+    measured(count) {
+        next &+= 1
+        let cell = next % size
+        state.modify { $0.cells[cell] &+= 1 }
+    }
+    withExtendedLifetime(tokens) {}
+case "writeThrough100", "writeThrough10k":
+    // A write through one of 100 or 10,000 element projections, each subscribed: flat when only
+    // the written element's projections are evaluated.
+    let size = scenario == "writeThrough100" ? 100 : 10_000
+    let state = MonitoredState(Grid(cells: [Int](repeating: 0, count: size)), key: scenario)
+    let cells = (0..<size).map { state.cells[$0] }
+    let tokens = cells.map { cell in cell.subscribe { _ in } }
+    // One write first, so that the loop does not count the generic metadata its first write
+    // instantiates: callgrind then dumps, with that allocation's call arc, every allocation the
+    // setup made.
+    cells[0].modify(-1)
+    measured(count) {
+        next &+= 1
+        cells[next % size].modify(next)
     }
     withExtendedLifetime(tokens) {}
 case "subscribe1k", "subscribe10k":
