@@ -35,6 +35,11 @@ nonisolated struct Row: Identifiable, Equatable, Sendable {
     var title: String
 }
 
+/// A grid whose cells are projected by position.
+nonisolated struct Board: Equatable, Sendable {
+    var cells = [0, 0, 0]
+}
+
 /// A seed-style listener, main-actor isolated like the rest of the module.
 final class TitleListener: StateListener {
     nonisolated func stateModified<T>(_ state: State<T>) { print("listener: \(state.key)") }
@@ -157,6 +162,10 @@ settings.score += 1
 settings.$score ~> 10
 let rows = MonitoredState([Row(id: 1, title: "one"), Row(id: 2, title: "two")], key: "rows")
 let second = rows[id: 2]
+let firstRow = rows.readOnly[0]
+let firstByPosition = MonitoredState(Board(), key: "board").cells[0]
+firstByPosition ~> 1
+print(firstRow.value, firstByPosition.value)
 let secondTitle = second.subscribeOnMain { row in print("row 2: \(row?.title ?? "removed")") }
 second.modify { $0?.title = "zwei" }
 second ~> nil
