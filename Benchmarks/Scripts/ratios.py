@@ -18,9 +18,9 @@ import sys
 from collections import defaultdict
 
 PEERS = ["Floor", "StateKit", "Seed", "Combine", "Observation"]
-# Samples of scenarios 3, 4 and 15 are one write each, of 9 all 10,000 changes and the flush; every other sample is 1,000 operations
+# Samples of scenarios 3, 3e, 3w, 4 and 15 are one write each, of 9 all 10,000 changes and the flush; every other sample is 1,000 operations
 # (`scalingFactor: .kilo` in StateKitBenchmarks.swift), but 5's are 100,000 increments per thread. Custom metrics are already per operation.
-PER_SAMPLE_ONE = ("3 ", "4 ", "9 ", "15 ")
+PER_SAMPLE_ONE = ("3 ", "3e ", "3w ", "4 ", "9 ", "15 ")
 
 
 def run_suite(extra):
@@ -60,7 +60,7 @@ def number(value):
 
 
 def table(medians, metric, title, unit, ratios):
-    scenarios = sorted({s for (s, _) in medians}, key=lambda s: (int(s.split()[0].rstrip("r")), s))
+    scenarios = sorted({s for (s, _) in medians}, key=lambda s: (int(s.split()[0].rstrip("erw")), s))
     rows = []
     for scenario in scenarios:
         floor = medians.get((scenario, "Floor"), {}).get(metric)
