@@ -1,6 +1,7 @@
 // Drives one StateKit scenario for callgrind, which counts instructions repeatably on a shared
 // machine. Only `measured(_:_:)` is counted when run as Scripts/profile.sh does.
 import CombinePeers
+import Foundation
 import Observation
 import OpenCombine
 import StateKit
@@ -45,6 +46,35 @@ final class RegisteredReader: Observable, @unchecked Sendable {
     var value: Int {
         registrar.access(self, keyPath: keyPath)
         return storage.withLock { $0 }
+    }
+}
+
+/// Storage in memory whose saves wait until `release()`: `persistedWrite` and `syncedWrite` count
+/// the writer's side only. With saves that finish, how many a loop schedules (each an allocation
+/// on the writer's thread) depends on how the machine runs the saving thread beside the writer,
+/// which made the allocation count of these paths vary with the machine's load.
+final class ParkedStorage: StateStorage {
+    private let base = InMemoryStateStorage()
+    private let gate = DispatchSemaphore(value: 0)
+
+    var location: String { "parked" }
+
+    func release() {
+        gate.signal()
+    }
+
+    func load(forKey key: String) throws -> Data? {
+        try base.load(forKey: key)
+    }
+
+    func save(_ data: Data, forKey key: String) throws {
+        gate.wait()
+        gate.signal()
+        try base.save(data, forKey: key)
+    }
+
+    func remove(forKey key: String) throws {
+        try base.remove(forKey: key)
     }
 }
 
@@ -232,18 +262,19 @@ case "chainCutoff":
     print("link computations per write: \(Double(linkComputations) / Double(count))")
     withExtendedLifetime(token) {}
 case "persistedWrite":
-    let state = PersistedState(0, key: "persistedWrite", storage: InMemoryStateStorage())
+    let storage = ParkedStorage()
+    let state = PersistedState(0, key: "persistedWrite", storage: storage)
     let token = state.subscribe { _ in }
     measured(count) {
         next &+= 1
         state.modify(next)
     }
+    storage.release()
     state.flush()
     withExtendedLifetime(token) {}
 case "syncedWrite":
     // A persisted synced write with a remote sink: saved, handed to the sink, its record kept.
-    let state = SyncedState(
-        0, key: "syncedWrite", storage: InMemoryStateStorage(), sinks: [ParkedRemoteSink()])
+    let state = SyncedState(0, key: "syncedWrite", storage: ParkedStorage(), sinks: [ParkedRemoteSink()])
     measured(count) {
         next &+= 1
         state.modify(next)
