@@ -36,6 +36,9 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
         case unchanged
         case absent
         case value(Value, data: Data, etag: String?)
+        /// Bytes that do not decode as `Value` (a write torn by a client killed in the middle of
+        /// it, or another app's format), and why.
+        case unreadable(etag: String?, error: HTTPSyncError)
     }
 
     let configuration: Configuration
@@ -182,6 +185,11 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
                 switch try await read(conditional: false) {
                 case .unchanged, .absent:
                     etag = nil  // gone: create it again
+                case .unreadable(let remoteETag, let error):
+                    // Nothing there to keep or merge: only .clientWins writes over it.
+                    guard case .clientWins = configuration.conflictPolicy else { throw error }
+                    reportOverwritingUnreadable()
+                    etag = remoteETag
                 case .value(let remote, let data, let remoteETag):
                     etag = remoteETag
                     if data == body {
@@ -291,7 +299,22 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
             etag = nil
         case .value(let remote, let data, let remoteETag):
             take(remote, data: data, etag: remoteETag)
+        case .unreadable(_, let error):
+            // An unsent local value under .clientWins is written over it by the push that
+            // follows (its conflict finds the bytes again); otherwise it stays an error.
+            guard case .clientWins = configuration.conflictPolicy, connected?.syncRecord.hasUnsentChanges == true
+            else { throw error }
         }
+    }
+
+    /// Reports that .clientWins writes the local value over what the server holds, which does not
+    /// decode.
+    private func reportOverwritingUnreadable() {
+        StateDiagnostics.report(
+            StateDiagnostic(
+                kind: .decodingFailed, keys: [connected?.key ?? configuration.endpoint.absoluteString],
+                message: "HTTPSyncSink: the value at \(configuration.endpoint) cannot be decoded as \(Value.self); "
+                    + ".clientWins writes the local value over it"))
     }
 
     /// Takes a value read from the server: into the container when it holds no unsent local
@@ -361,9 +384,11 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
             return .absent
         case 200..<300:
             guard let value = try? configuration.decoder.decode(Value.self, from: data) else {
-                throw HTTPSyncError(
-                    statusCode: response.statusCode, body: data, retryAfter: nil, isRetryable: false,
-                    reason: "the value at \(configuration.endpoint) cannot be decoded as \(Value.self)")
+                return .unreadable(
+                    etag: response.value(forHTTPHeaderField: "ETag"),
+                    error: HTTPSyncError(
+                        statusCode: response.statusCode, body: data, retryAfter: nil, isRetryable: false,
+                        reason: "the value at \(configuration.endpoint) cannot be decoded as \(Value.self)"))
             }
             return .value(value, data: data, etag: response.value(forHTTPHeaderField: "ETag"))
         case 408, 429, 500..<600:

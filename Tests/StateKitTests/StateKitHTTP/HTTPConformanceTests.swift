@@ -47,6 +47,35 @@ import FoundationNetworking
         return status == 200 ? try JSONDecoder().decode(Note.self, from: body) : nil
     }
 
+    /// A resource holding the first bytes of a value, as a client killed in the middle of its `PUT`
+    /// leaves it on wsgidav: `.clientWins` writes the local edit over it (reported), any other
+    /// policy leaves the bytes alone and says why it is not synced. Before, every policy failed
+    /// the edit, and an outbox's relaunch never converged (OutboxRelaunchTests, beside the suite).
+    @Test(arguments: RealHTTPServer.Kind.allCases)
+    func aTornServerValueIsOverwrittenOnlyByClientWins(kind: RealHTTPServer.Kind) async throws {
+        try await with(kind) { server async throws in
+            let url = server.resource()
+            let torn = Data(#"{"text":"half-wr"#.utf8)
+            #expect(try await server.request("PUT", url, body: torn).status < 300)
+            for policy in [SyncConflictPolicy<Note>.serverWins, .clientWins] {
+                let key = uniqueKey()
+                let state = SyncedState(Note(text: ""), key: key) { sink(server, url, policy) }
+                state.modify { $0.text = "local edit" }
+                let isSynced = await state.flush(timeout: .seconds(10))
+                let kinds = DiagnosticsRecorder.diagnostics(involving: key).map(\.kind)
+                if case .clientWins = policy {
+                    #expect(isSynced)
+                    #expect(try await serverValue(server, url) == Note(text: "local edit"))
+                    #expect(kinds.contains(.decodingFailed))
+                } else {
+                    #expect(!isSynced)
+                    #expect(state.syncStatus.value.lastError != nil)
+                    #expect(try await server.request("GET", url).body == torn)
+                }
+            }
+        }
+    }
+
     @Test(arguments: RealHTTPServer.Kind.allCases)
     func createsTheResourceWithIfNoneMatchStar(kind: RealHTTPServer.Kind) async throws {
         try await with(kind) { server async throws in
