@@ -13,6 +13,9 @@ struct SinksHelper {
     /// The first line the child printed.
     let firstLine: String
     let errors: Pipe
+    let output: Pipe
+    /// What the child printed after its first line, read with it.
+    let readAhead: Data
 
     /// Runs the helper and returns once it printed its first line, leaving it running.
     static func launch(_ arguments: [String]) async throws -> SinksHelper {
@@ -35,7 +38,7 @@ struct SinksHelper {
         }
         DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
         defer { watchdog.cancel() }
-        let line = await withCheckedContinuation { continuation in
+        let (line, readAhead) = await withCheckedContinuation { continuation in
             DispatchQueue.global().async {
                 var data = Data()
                 while !data.contains(0x0A) {
@@ -43,12 +46,14 @@ struct SinksHelper {
                     if chunk.isEmpty { break }
                     data.append(chunk)
                 }
-                let line = data.split(separator: 0x0A, omittingEmptySubsequences: false).first ?? Data()
-                continuation.resume(returning: String(decoding: line, as: UTF8.self))
+                let end = data.firstIndex(of: 0x0A) ?? data.endIndex
+                let rest = end < data.endIndex ? data[data.index(after: end)...] : Data()
+                continuation.resume(returning: (String(decoding: data[..<end], as: UTF8.self), Data(rest)))
             }
         }
         return SinksHelper(
-            process: process, firstLine: line.trimmingCharacters(in: .whitespacesAndNewlines), errors: errors)
+            process: process, firstLine: line.trimmingCharacters(in: .whitespacesAndNewlines), errors: errors,
+            output: output, readAhead: readAhead)
     }
 
     /// Sends SIGKILL and waits for the child to be gone.
@@ -61,13 +66,19 @@ struct SinksHelper {
         await waitForExit()
     }
 
-    func waitForExit(sourceLocation: SourceLocation = #_sourceLocation) async {
-        await bounded("the sinks helper to exit", sourceLocation: sourceLocation) { resumer in
+    func waitForExit(seconds: Double = 60, sourceLocation: SourceLocation = #_sourceLocation) async {
+        await bounded("the sinks helper to exit", seconds: seconds, sourceLocation: sourceLocation) { resumer in
             DispatchQueue.global().async {
                 process.waitUntilExit()
                 resumer.resume()
             }
         }
+    }
+
+    /// The lines the child printed after its first one; call once it has exited.
+    var laterLines: [String] {
+        let data = readAhead + output.fileHandleForReading.readDataToEndOfFile()
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
     }
 
     /// What the child wrote to standard error (diagnostics); call once it has exited.
