@@ -26,7 +26,6 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
     private var machine: SinkPipelineStateMachine<Value>
     private var nextFlushID: UInt64 = 0
     private var task: Task<Void, Never>?
-    private var drainTimer: DispatchWorkItem?
     /// Whether ``finish()`` ran: by the task, or by the drain timer for a task stuck in a send.
     private var isFinished = false
     /// Who hears of every change of the statistics (a synced container's status, installed the
@@ -59,7 +58,10 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
     func start() {
         SinkPipelineCensus.started(key)
         let task = Task { await self.run() }
-        lock.withLock { self.task = task }
+        lock.withLock {
+            // The task may have ended already; its handle would keep the finished task alive.
+            if !isFinished { self.task = task }
+        }
     }
 
     var statistics: SinkStatistics {
@@ -174,24 +176,27 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
     /// The container was released: deliver what is buffered for at most the policy's drain
     /// timeout, then stop.
     func close() {
-        let (wake, task) = lock.withLock { (machine.close(), self.task) }
+        let wake = lock.withLock { machine.close() }
         wake?.resume()
         log?.release()
         // A Dispatch timer, not a task: 10,000 released containers must not flood Swift
         // concurrency's shared pool with sleeping tasks. It stops the pipeline itself, without
         // waiting for the task: a send that ignores cancellation may never return, and what it
-        // held must still be counted and reported.
-        let timer = DispatchWorkItem {
-            task?.cancel()
-            self.finish()
-        }
-        let isRunning = lock.withLock {
-            drainTimer = timer
-            return self.task != nil
-        }
+        // held must still be counted and reported. It holds the pipeline weakly: the task holds it
+        // while it runs, and a finished pipeline is not kept for the timer's sake.
+        let isRunning = lock.withLock { !isFinished }
         if isRunning {
-            DispatchQueue.global().asyncAfter(deadline: .now() + policy.drainTimeout.inSeconds, execute: timer)
+            DispatchQueue.global().asyncAfter(deadline: .now() + policy.drainTimeout.inSeconds) { [weak self] in
+                self?.drainTimedOut()
+            }
         }
+    }
+
+    /// The drain timeout passed: cancels the task and stops the pipeline, unless it stopped already.
+    private func drainTimedOut() {
+        let task = lock.withLock { self.task }
+        task?.cancel()
+        finish()
     }
 
     // MARK: Delivery task
@@ -309,17 +314,14 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
     /// every flush and reports what a drain timeout left behind.
     private func finish() {
         let lastRecorded = log?.lastRecordedVersion ?? 0
-        let finishing: (SinkPipelineStateMachine<Value>.Stopped, DispatchWorkItem?)? = lock.withLock {
+        let stopped: SinkPipelineStateMachine<Value>.Stopped? = lock.withLock {
             guard !isFinished else { return nil }
             isFinished = true
-            let stopped = machine.stop(lastRecorded: lastRecorded)
+            // The task holds the pipeline until it ends: its handle must not hold the task back.
             task = nil
-            // The timer's block holds the pipeline, and a cancelled work item keeps its block.
-            defer { drainTimer = nil }
-            return (stopped, drainTimer)
+            return machine.stop(lastRecorded: lastRecorded)
         }
-        guard let (stopped, timer) = finishing else { return }
-        timer?.cancel()
+        guard let stopped else { return }
         statisticsChanged()
         stopped.wake?.resume()
         for waiter in stopped.waiters { waiter.continuation.resume() }
