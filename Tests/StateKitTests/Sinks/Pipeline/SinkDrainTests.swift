@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import StateKit  // SinkPipelineCensus: how many sink pipelines still run
@@ -94,6 +95,59 @@ import Testing
         neverOpened.open()
     }
 
+    /// Containers each with a sink whose send never returns (and ignores cancellation) beside a
+    /// healthy one, released on a machine kept busy by spinning threads, two per core: what each
+    /// healthy sink captured is freed within 3 s of the release, though the hung sends still hold
+    /// their own sinks, and each hung sink is stopped at its 1 s drain timeout and reported.
+    /// Fifty of them, one after the other, because what held a healthy sink for good was a race
+    /// between its release and its idle task.
+    @Test func aHungSinkKeepsOnlyWhatItCapturedItself() async {
+        let key = uniqueKey()
+        let containers = 50
+        let neverOpened = Gate()
+        var policy = SinkPolicy.default
+        policy.drainTimeout = .seconds(1)
+        let sinkPolicy = policy
+        let counter = ReleaseCounter()
+        let freedAfter: Duration? = await contending {
+            let spinning = SpinningThreads(count: 2 * ProcessInfo.processInfo.activeProcessorCount)
+            defer { spinning.stop() }
+            let sent = DispatchSemaphore(value: 0)
+            for _ in 0..<containers {
+                let captured = CountedRelease(counter)
+                let hung = ClosureSink<Int>(policy: sinkPolicy) { _ in
+                    sent.signal()
+                    await neverOpened.wait()
+                }
+                let healthy = ClosureSink<Int>(policy: sinkPolicy) { _ in
+                    captured.touch()
+                    sent.signal()
+                }
+                let state = SyncedState(0, key: key, sinks: [hung, healthy])
+                state.modify(1)
+                for _ in 0..<2 { waitFor(sent, "the sinks' sends", seconds: 30) }
+            }
+            let released = ContinuousClock.now
+            while counter.count.load(ordering: .acquiring) < containers
+                && ContinuousClock.now - released < .seconds(3)
+            {
+                usleep(10_000)
+            }
+            return counter.count.load(ordering: .acquiring) == containers ? ContinuousClock.now - released : nil
+        }
+        #expect(
+            freedAfter != nil,
+            """
+            what \(containers - counter.count.load(ordering: .acquiring)) healthy sinks captured was alive 3 s after \
+            the last release
+            """)
+        #expect(await noLivePipelines(key, within: 10))
+        let stopped = DiagnosticsRecorder.diagnostics(involving: key).filter { $0.kind == .sinkStopped }
+        #expect(stopped.count == containers)
+        #expect(stopped.allSatisfy { $0.message.contains("1 changes undelivered") })
+        neverOpened.open()
+    }
+
     @Test func whatAStoppedSinkDidNotDeliverStaysInTheOutboxForTheNextLaunch() async throws {
         let directory = TemporaryDirectory()
         try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
@@ -130,5 +184,22 @@ import Testing
         gate.open()
         #expect(await noLivePipelines(key))
         #expect(sink.versions == [1, 2, 3, 4, 5])
+    }
+}
+
+/// Threads that keep the machine busy, spinning until stopped.
+private final class SpinningThreads: Sendable {
+    private let isSpinning = Atomic(true)
+
+    init(count: Int) {
+        for _ in 0..<count {
+            Thread { [self] in
+                while isSpinning.load(ordering: .relaxed) {}
+            }.start()
+        }
+    }
+
+    func stop() {
+        isSpinning.store(false, ordering: .relaxed)
     }
 }
