@@ -47,13 +47,33 @@ enum MemoryChurn {
         #endif
     }
 
-    /// Makes `count` containers, each with its own key and one ``ClosureSink``, writes each once and
-    /// releases it at once.
-    static func churn(_ count: Int, key: String, from first: Int) {
-        var policy = SinkPolicy.default
-        policy.drainTimeout = drainTimeout
+    /// What each container's sink does with a batch.
+    enum Sink: String {
+        /// Takes it.
+        case healthy
+        /// Fails, and is paused for 30 s after its first attempt: the drain timeout stops it in
+        /// that pause.
+        case pausing
+
+        func make() -> ClosureSink<Int> {
+            var policy = SinkPolicy.default
+            policy.drainTimeout = drainTimeout
+            switch self {
+            case .healthy:
+                return ClosureSink(policy: policy) { _ in }
+            case .pausing:
+                policy.retry = RetryPolicy(maximumAttempts: 1)
+                policy.afterRepeatedFailures = .pauseAndKeep(retryEvery: .seconds(30))
+                return ClosureSink(policy: policy) { _ in throw CancellationError() }
+            }
+        }
+    }
+
+    /// Makes `count` containers, each with its own key and one sink, writes each once and releases
+    /// it at once.
+    static func churn(_ count: Int, key: String, from first: Int, sink: Sink) {
         for index in first..<first + count {
-            let state = SyncedState(0, key: "\(key)-\(index)") { ClosureSink(policy: policy) { _ in } }
+            let state = SyncedState(0, key: "\(key)-\(index)", sinks: [sink.make()])
             state.modify(1)
         }
     }
@@ -77,20 +97,20 @@ enum MemoryChurn {
     /// <milliseconds>`, the bytes above the baseline once `total` containers were made (the
     /// earlier totals' included) and released, right after the last release and once settled (or
     /// at the deadline), and how long settling took.
-    static func run(key: String, totals: [Int], bound: Int) {
+    static func run(key: String, totals: [Int], bound: Int, sink: Sink) {
         guard bytesInUse() != nil else {
             FileHandle.standardOutput.write(Data("unsupported\n".utf8))
             return
         }
         StateDiagnostics.handler = { _ in }
         // What the first containers make once for all (threads, type metadata) is not theirs.
-        churn(500, key: "\(key)-warm-up", from: 0)
+        churn(500, key: "\(key)-warm-up", from: 0, sink: sink)
         Thread.sleep(forTimeInterval: drainTimeout.inSeconds + 1)
         let baseline = bytesInUse() ?? 0
         FileHandle.standardOutput.write(Data("baseline \(baseline)\n".utf8))
         var made = 0
         for total in totals where total > made {
-            churn(total - made, key: key, from: made)
+            churn(total - made, key: key, from: made, sink: sink)
             made = total
             let peak = (bytesInUse() ?? 0) - baseline
             let (excess, milliseconds) = settle(above: baseline, within: bound)

@@ -45,8 +45,9 @@ import StateKitHTTP
 //   statekit-sinks-helper measure-modify - - <writes>
 //     prints the writer's modify latency with no sink and with a sink that takes 200 ms per batch
 //     (a measurement, not a test; build with -c release).
-//   statekit-sinks-helper memory-churn - <key> <totals> <bound>
-//     makes synced containers, each with one ClosureSink, writes each once and releases it, until
+//   statekit-sinks-helper memory-churn - <key> <totals> <bound> <healthy|pausing>
+//     makes synced containers, each with one ClosureSink that takes every batch or fails and
+//     pauses for 30 s (see MemoryChurn.Sink), writes each once and releases it, until
 //     it made each of the comma-separated <totals>; then waits until at most <bound> bytes above
 //     the baseline are in use and prints how many are (see MemoryChurn and SinkMemoryTests).
 
@@ -220,7 +221,9 @@ case "sync-count" where arguments.count == 7 || arguments.count == 8:
     }
 case "memory-churn":
     let totals = arguments[4].split(separator: ",").compactMap { Int($0) }
-    MemoryChurn.run(key: key, totals: totals, bound: arguments.count > 5 ? Int(arguments[5]) ?? 0 : 0)
+    MemoryChurn.run(
+        key: key, totals: totals, bound: arguments.count > 5 ? Int(arguments[5]) ?? 0 : 0,
+        sink: arguments.count > 6 ? MemoryChurn.Sink(rawValue: arguments[6]) ?? .healthy : .healthy)
 case "measure-modify":
     await ModifyLatency.run(writes: Int(arguments[4]) ?? 100_000)
 default:

@@ -216,7 +216,7 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
                 await deliver(batch)
             case .waitForInterval:
                 hasWaitedForInterval = true
-                try? await Task.sleep(for: policy.flushInterval)
+                await CancellableSleep.sleep(for: policy.flushInterval)
             case .readLog(let version, let maximumCount):
                 readBack(from: version, maximumCount: maximumCount)
             case .wait:
@@ -283,7 +283,7 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
                 statisticsChanged()
                 switch failure {
                 case .retry(let delay):
-                    try? await Task.sleep(for: delay)
+                    await CancellableSleep.sleep(for: delay)
                 case .pause(let isFirst, let wait, let waiters):
                     for waiter in waiters { waiter.continuation.resume() }
                     if isFirst {
@@ -296,7 +296,7 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
                             .sinkPaused, "\(reason); paused, keeping \(describe(batch)) and retrying in \(wait)",
                             error: error)
                     }
-                    try? await Task.sleep(for: wait)
+                    await CancellableSleep.sleep(for: wait)
                 case .drop(let isRefused, let waiters):
                     for waiter in waiters { waiter.continuation.resume() }
                     if isRefused {
