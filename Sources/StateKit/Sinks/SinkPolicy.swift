@@ -60,7 +60,8 @@ public struct SinkPolicy: Sendable, Equatable {
     /// stopped (its task cancelled, what is left counted in a ``StateDiagnostic/Kind/sinkStopped``
     /// diagnostic). Behind a ``DurableOutbox`` what it did not deliver stays in the log for the
     /// next launch. Default 5 seconds, so a sink that keeps failing does not outlive its
-    /// container for long.
+    /// container for long; what the container made for the sink is freed within this timeout and
+    /// a second.
     public var drainTimeout: Duration
 
     /// Creates a policy; every parameter has the default documented on its property.
