@@ -46,30 +46,6 @@ final class DirectoryWatcher: @unchecked Sendable {
         deinit { watcher?.remove(id, from: directory) }
     }
 
-    /// What a file looked like at the last check: identity, size and modification time.
-    private struct FileStamp: Equatable {
-        var device: UInt64 = 0
-        var inode: UInt64 = 0
-        var size: Int64 = -1
-        var seconds: Int = 0
-        var nanoseconds: Int = 0
-
-        init(path: String) {
-            var info = stat()
-            guard stat(path, &info) == 0 else { return }
-            device = UInt64(info.st_dev)
-            inode = UInt64(info.st_ino)
-            size = Int64(info.st_size)
-            #if canImport(Darwin)
-            seconds = Int(info.st_mtimespec.tv_sec)
-            nanoseconds = Int(info.st_mtimespec.tv_nsec)
-            #else
-            seconds = Int(info.st_mtim.tv_sec)
-            nanoseconds = Int(info.st_mtim.tv_nsec)
-            #endif
-        }
-    }
-
     private struct Watch {
         let fileName: String
         let onChange: @Sendable () -> Void
