@@ -132,6 +132,7 @@ extension State {
             applyLocked: { entry in
                 let entry = unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)
                 return State.withContainer(of: entry) { state in
+                    if state.writeGate != nil { state.refuseGatedWriteInTransaction() }
                     if !entry.isAnnounced {
                         if entry.isBlind {
                             assert(state.validator == nil, "a blind write skipped a validator")
@@ -229,6 +230,18 @@ extension State {
                     entry.replacedSlot = nil
                 }
         )
+    }
+
+    /// Stops the process: a transaction wrote to a container whose writes pass a ``WriteGate``
+    /// (a key in file storage shared across processes). Its commit would have to hold the gates
+    /// of all its containers while it checks and applies, which it does not; so such writes are
+    /// refused, loudly, before anything is applied, rather than made without the gate.
+    @usableFromInline
+    @inline(never)
+    final func refuseGatedWriteInTransaction() -> Never {
+        preconditionFailure(
+            "StateKit: withStateTransaction wrote to '\(key)', whose storage is shared across processes; "
+                + "transactions over such keys are not supported: write each with modify { } outside the transaction")
     }
 
     /// Reads the container's value and version into the blind `entry`, which then is an entry
