@@ -21,12 +21,15 @@ import StateKit
 //                                                          <count>", then waits for standard
 //                                                          input to end (so a test can kill it
 //                                                          while it surely lives)
+//   statekit-testhelper shared-… <directory> <key> …       storage shared across processes; see
+//                                                          SharedCommands.swift
 
 func line(_ text: String) {
     FileHandle.standardOutput.write(Data((text + "\n").utf8))
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.count >= 3, runSharedCommand(arguments) { exit(0) }
 guard arguments.count >= 3 else {
     line("usage: statekit-testhelper write|read|write-loop|follow|move <directory> <key> [value|previous]")
     exit(2)

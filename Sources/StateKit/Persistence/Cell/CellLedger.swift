@@ -57,10 +57,10 @@ struct CellLedger {
 
     /// A save that failed, kept until a save succeeds.
     struct SaveFailure {
-        var version: UInt64
         var error: any Error
-        /// Encoding failed: saving this version is not tried again.
-        var isUnencodable: Bool
+        /// The version that could not be encoded, when encoding failed: saving it is not tried
+        /// again. `nil` for a failed write, which is retried.
+        var unencodableVersion: UInt64?
     }
 
     /// Whether the cell saves its value (a persisted container); `false` for a container whose
@@ -179,7 +179,7 @@ struct CellLedger {
     mutating func beginSave(version: UInt64) -> SavePlan {
         if version == outsideVersion { savedVersion = max(savedVersion, version) }
         if isSaved(version) { return .upToDate }
-        if let failure, failure.isUnencodable, failure.version == version { return .unencodable(failure.error) }
+        if let failure, failure.unencodableVersion == version { return .unencodable(failure.error) }
         let first = recordsToStore()
         let isMarkNeeded = first?.contains { name, record in
             record.hasUnsentChanges && storedRecords[name]?.hasUnsentChanges != true
@@ -194,7 +194,7 @@ struct CellLedger {
 
     /// `version` could not be encoded: its error stands until a later version is saved.
     mutating func encodeFailed(version: UInt64, error: any Error) {
-        failure = SaveFailure(version: version, error: error, isUnencodable: true)
+        failure = SaveFailure(error: error, unencodableVersion: version)
         checkInvariants()
     }
 
@@ -209,8 +209,8 @@ struct CellLedger {
 
     /// A write failed (the value's or the records'); returns whether to report it (a failure that
     /// persists is reported once, not once per retry).
-    mutating func saveFailed(version: UInt64, _ error: any Error) -> Bool {
-        failure = SaveFailure(version: version, error: error, isUnencodable: false)
+    mutating func saveFailed(_ error: any Error) -> Bool {
+        failure = SaveFailure(error: error)
         failedSaves += 1
         let description = "\(error)"
         guard reportedFailure != description else { return false }
@@ -238,8 +238,8 @@ struct CellLedger {
         for (name, stored) in storedRecords where !stored.hasUnsentChanges && stored == records[name] {
             assert(isSaved(agreedVersions[name] ?? 0), "storage holds an agreement on a value it does not hold")
         }
-        if let failure, failure.isUnencodable {
-            assert(!isSaved(failure.version), "an encode failure of a value that is saved")
+        if let version = failure?.unencodableVersion {
+            assert(!isSaved(version), "an encode failure of a value that is saved")
         }
         #endif
     }

@@ -72,6 +72,9 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
     private let publishedTicket = LockedTicket()
     /// What other layers keep per cell, one of each type, made by the first to ask.
     private let attachments = LockedBox<[ObjectIdentifier: AnyObject]>([:])
+    /// The key's lock when its storage is shared across processes: every save takes it before
+    /// `ioLock` (see ``SharedWriteGate``).
+    let sharedKeyLock = OnceInstalledReference<SharedKeyLock>()
 
     /// Creates the cell of `key`; ``prepare()`` loads it.
     ///
@@ -304,7 +307,10 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
     /// content of storage: only a save that succeeded does.
     @discardableResult
     private func saveNewest() -> Bool {
+        let keyLock = sharedKeyLock.current
+        if let keyLock { holdForSave(keyLock) }
         let (outcome, ticket, isDone) = ioLock.withLock { saveNewestLocked() }
+        keyLock?.unlock()
         publish(outcome, ticket: ticket)
         return isDone
     }
@@ -356,7 +362,7 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
                 try codec.store(representation)
             } catch {
                 attemptedFingerprint = representation?.fingerprint
-                return (failedSave(error, version: newestVersion), ticket, false)
+                return (failedSave(error), ticket, false)
             }
         }
         knownFingerprint = representation?.fingerprint
@@ -374,7 +380,7 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
         do {
             try store.write(toStore)
         } catch {
-            return failedSave(error, version: version)
+            return failedSave(error)
         }
         lock.withLock { ledger.recordsStored(toStore) }
         return nil
@@ -382,8 +388,8 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
 
     /// The outcome of a failed save: the error, and a diagnostic unless the same failure was
     /// reported already (a full disk is reported once, not once per retry).
-    private func failedSave(_ error: any Error, version: UInt64) -> Outcome {
-        let isNew = lock.withLock { ledger.saveFailed(version: version, error) }
+    private func failedSave(_ error: any Error) -> Outcome {
+        let isNew = lock.withLock { ledger.saveFailed(error) }
         return Outcome(
             saveError: .some(error),
             diagnostic: isNew ? StoredValueRecovery.failure("saving", key: key, in: codec.location, error: error) : nil)
@@ -723,5 +729,77 @@ extension StoredValue: LedgerHost {
 
     func flushLedger() async {
         await flushOffThePool()
+    }
+}
+
+// MARK: - Shared across processes
+
+/// What ``SharedWriteGate`` needs of the value's bookkeeping, kept here because it is private.
+extension StoredValue {
+    /// Takes `keyLock` for a save made outside the gate (a retry, a value adopted at launch), and
+    /// advances the key's generation, since the save may replace the file.
+    private func holdForSave(_ keyLock: SharedKeyLock) {
+        keyLock.lock()
+        _ = keyLock.advanceGeneration()
+    }
+
+    /// What storage held when this process last read or wrote it.
+    var knownFingerprintNow: Data? {
+        ioLock.withLock { knownFingerprint }
+    }
+
+    /// Reads the key, for the gate, and returns its value if its fingerprint is not
+    /// `gateFingerprint` (what the cell holds): the value to write into the cell, and its
+    /// fingerprint. Bytes that do not decode are left to the watcher's check, which keeps them
+    /// aside; an absent value is the default.
+    func readChanged(unless gateFingerprint: Data?) -> (value: Value, fingerprint: Data?)? {
+        ioLock.withLock {
+            let found: StoredRepresentation?
+            do {
+                found = try codec.load()
+            } catch {
+                return nil
+            }
+            guard let representation = found else {
+                guard gateFingerprint != nil else { return nil }
+                knownFingerprint = nil
+                lock.withLock { ledger.writeStarted() }
+                return (defaultValue, nil)
+            }
+            guard representation.fingerprint != gateFingerprint,
+                let value = try? codec.decode(representation)
+            else { return nil }
+            knownFingerprint = representation.fingerprint
+            attemptedFingerprint = nil
+            // A value the watcher read earlier is not written into the cell after this one.
+            lock.withLock { ledger.writeStarted() }
+            return (value, representation.fingerprint)
+        }
+    }
+
+    /// Writes `representation` through `write`, for the gate, keeping the bookkeeping of a save.
+    func store(_ representation: StoredRepresentation, through write: () throws -> Void) throws {
+        try ioLock.withLock {
+            lock.withLock { ledger.writeStarted() }
+            do {
+                try write()
+            } catch {
+                attemptedFingerprint = representation.fingerprint
+                throw error
+            }
+            knownFingerprint = representation.fingerprint
+            attemptedFingerprint = nil
+        }
+    }
+
+    /// Storage holds the cell's value at `version`: the save after the change has nothing to do.
+    /// Called with the cell's lock held.
+    func noteSaved(version: UInt64) {
+        lock.withLock { ledger.saveSucceeded(version: version) }
+    }
+
+    /// Publishes the outcome of the gate's save: `error`, or `nil` to clear a save error.
+    func publishSave(error: (any Error)?) {
+        publish(error.map { failedSave($0) } ?? Outcome(saveError: .some(nil)), ticket: nil)
     }
 }

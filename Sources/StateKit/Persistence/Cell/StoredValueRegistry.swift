@@ -98,10 +98,14 @@ extension StoredValue where Value: Codable & Sendable {
                 savesInline: true
             ) { .defaults(key: $0, storage: defaults, defaultValue: defaultValue) }
         }
-        return shared(
+        let value = shared(
             key: key, location: storage.location, previousKeys: previousKeys, defaultValue: defaultValue,
             savesInline: false
         ) { .bytes(key: $0, storage: storage, defaultValue: defaultValue) }
+        if let file = storage as? FileStateStorage, file.isSharedAcrossProcesses {
+            value?.shareAcrossProcesses(in: file)
+        }
+        return value
     }
 }
 

@@ -73,7 +73,7 @@ final class TestHelperProcess {
 
     /// The helper built next to the test bundle (`swift test` builds it: the test target
     /// depends on it), or under the package's `.build/debug`.
-    private static func executableURL() throws -> URL {
+    static func executableURL() throws -> URL {
         var directories: [URL] = []
         if let executable = Bundle.main.executableURL { directories.append(executable.deletingLastPathComponent()) }
         for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {

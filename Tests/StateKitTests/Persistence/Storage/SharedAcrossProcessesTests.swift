@@ -1,0 +1,283 @@
+import Foundation
+import StateKitTesting
+import Testing
+
+@testable import StateKit  // to see that an unshared cell has no write gate
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Semantics 25: with `FileStateStorage.file(_:sharedAcrossProcesses: true)`, every write of a
+/// key is atomic across processes (real child processes, `statekit-testhelper shared-…`), another
+/// process's change arrives within 250 ms, a process killed inside `modify` blocks nobody and
+/// leaves the value before its write; with `false`, nothing changes.
+@Suite(.timeLimit(.minutes(3))) struct SharedAcrossProcessesTests {
+    init() { DiagnosticsRecorder.start() }
+
+    /// How long a child may take to answer before the test kills it and fails.
+    private let childBound: Double = isThreadSanitized ? 240 : 120
+
+    /// Starts the helper with `command`, killed if it still runs after ``childBound``.
+    private func start(_ command: String, _ directory: TemporaryDirectory, _ key: String, _ more: String...) throws
+        -> TestHelperProcess
+    {
+        let child = try TestHelperProcess([command, directory.url.path, key] + more)
+        killLater(child)
+        return child
+    }
+
+    /// Kills `child` if it still runs after ``childBound``, so that a test waiting for its output
+    /// fails instead of hanging.
+    private func killLater(_ child: TestHelperProcess) {
+        let watchdog = DispatchWorkItem { if child.process.isRunning { child.kill() } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + childBound, execute: watchdog)
+    }
+
+    /// Starts `count` children with `command`, waits until each is ready, and lets them all go at
+    /// once.
+    private func startTogether(
+        _ count: Int, _ command: String, _ directory: TemporaryDirectory, _ key: String,
+        arguments: (Int) -> [String]
+    ) throws -> [TestHelperProcess] {
+        let children = try (0..<count).map { index in
+            let child = try TestHelperProcess([command, directory.url.path, key] + arguments(index))
+            killLater(child)
+            return child
+        }
+        for child in children { #expect(child.nextLine() == "ready") }
+        for child in children { child.send("go") }
+        return children
+    }
+
+    private func shared(_ directory: TemporaryDirectory) -> FileStateStorage {
+        .file(directory.url, sharedAcrossProcesses: true)
+    }
+
+    private func stored<Value: Decodable>(_ type: Value.Type, _ directory: TemporaryDirectory, _ key: String) throws
+        -> Value?
+    {
+        guard let data = try shared(directory).load(forKey: key) else { return nil }
+        return try JSONDecoder().decode(Value.self, from: data)
+    }
+
+    @Test func fourProcessesIncrementingLoseNoIncrement() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let key = uniqueKey()
+        let perProcess = 1_500
+        let children = try startTogether(4, "shared-increment", directory, key) { _ in ["\(perProcess)"] }
+        var finals: [Int] = []
+        for child in children {
+            let done = try #require(child.nextLine(startingWith: "done"))
+            finals.append(try #require(Int(done.dropFirst("done ".count))))
+            child.process.waitUntilExit()
+            #expect(child.process.terminationStatus == 0)
+        }
+        // Each saw its own last increment on top of everyone's earlier ones; the last to finish
+        // saw all of them.
+        #expect(finals.max() == 4 * perProcess)
+        #expect(try stored(Int.self, directory, key) == 4 * perProcess)
+
+        // A relaunch starts from the total, and a container here sees it too.
+        let relaunched = try startTogether(1, "shared-increment", directory, key) { _ in ["1"] }
+        #expect(relaunched[0].nextLine(startingWith: "done") == "done \(4 * perProcess + 1)")
+        relaunched[0].process.waitUntilExit()
+        let here = PersistedState(0, key: key, storage: shared(directory))
+        #expect(here.value == 4 * perProcess + 1)
+        here.modify { $0 += 1 }
+        #expect(try stored(Int.self, directory, key) == 4 * perProcess + 2)
+        #expect(DiagnosticsRecorder.diagnostics(involving: key).isEmpty)
+    }
+
+    @Test func threeProcessesAppendingToAStructLoseNoEntry() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let key = uniqueKey()
+        let perProcess = 400
+        let tags = ["a", "b", "c"]
+        let children = try startTogether(3, "shared-append", directory, key) { ["\(perProcess)", tags[$0]] }
+        for child in children {
+            #expect(child.nextLine(startingWith: "done") != nil)
+            child.process.waitUntilExit()
+            #expect(child.process.terminationStatus == 0)
+        }
+        let log = try #require(try stored(SharedLogValue.self, directory, key))
+        #expect(log.entries.count == 3 * perProcess)
+        for tag in tags {
+            // Every entry of each process, in the order it appended them.
+            #expect(log.entries.filter { $0.hasPrefix("\(tag)-") } == (0..<perProcess).map { "\(tag)-\($0)" })
+        }
+
+        let relaunched = try startTogether(1, "shared-append", directory, key) { _ in ["1", "d"] }
+        #expect(relaunched[0].nextLine(startingWith: "done") == "done \(3 * perProcess + 1)")
+        relaunched[0].process.waitUntilExit()
+        #expect(try stored(SharedLogValue.self, directory, key)?.entries.last == "d-0")
+    }
+
+    @Test func anotherProcessesChangeReachesSubscribersWithin250Milliseconds() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let key = uniqueKey()
+        let count = PersistedState(0, key: key, storage: shared(directory))
+        let watcher = try start("shared-watch", directory, key)
+        #expect(watcher.nextLine(startingWith: "value") == "value 0")
+
+        // This process writes, the watcher process hears it.
+        var latencies: [Duration] = []
+        for expected in 1...20 {
+            count.modify { $0 += 1 }
+            let written = ContinuousClock.now
+            #expect(watcher.nextLine(startingWith: "value") == "value \(expected)")
+            latencies.append(ContinuousClock.now - written)
+        }
+        latencies.sort()
+        print("shared key, another process hears a modify: median \(latencies[10]), worst \(latencies[19])")
+        #expect(latencies[10] < .milliseconds(250))
+        #expect(latencies[19] < (isThreadSanitized ? .seconds(2) : .milliseconds(500)))
+
+        // Another process writes, this one hears it, and relaunches continue from it.
+        let heard = count.record()
+        #expect(try await heard.next() == [20])
+        let writer = try startTogether(1, "shared-increment", directory, key) { _ in ["1"] }
+        let started = ContinuousClock.now
+        #expect(try await heard.next(timeout: .seconds(60)) == [21])
+        print("shared key, this process hears another's modify after \(ContinuousClock.now - started) (incl. launch)")
+        writer[0].process.waitUntilExit()
+        watcher.send("")
+        #expect(watcher.nextLine(startingWith: "value") == "value 21")
+        watcher.kill()
+        let relaunched = try start("shared-watch", directory, key)
+        #expect(relaunched.nextLine(startingWith: "value") == "value 21")
+        relaunched.kill()
+        #expect(heard.values == [20, 21])
+    }
+
+    @Test func processKilledInsideModifyBlocksNobodyAndLeavesTheValueBefore() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let key = uniqueKey()
+        let count = PersistedState(0, key: key, storage: shared(directory))
+        count ~> 5
+        let holder = try startTogether(1, "shared-hold", directory, key) { _ in [] }[0]
+        #expect(holder.nextLine(startingWith: "inside") == "inside 5")
+
+        // While the child holds the key inside its body, a write here waits for it.
+        let wrote = DispatchSemaphore(value: 0)
+        let writer = Thread {
+            count.modify { $0 += 10 }
+            wrote.signal()
+        }
+        writer.start()
+        #expect(wrote.wait(timeout: .now() + 0.3) == .timedOut)
+        #expect(count.value == 5)
+
+        holder.kill()
+        let killed = ContinuousClock.now
+        #expect(holder.process.terminationReason == .uncaughtSignal)
+        #expect(wrote.wait(timeout: .now() + (isThreadSanitized ? 5 : 1)) == .success)
+        print("shared key, a write waiting for a killed holder went on after \(ContinuousClock.now - killed)")
+        // The killed write never landed: 5 + 10, not 5 + 1 + 10.
+        #expect(count.value == 15)
+        #expect(try stored(Int.self, directory, key) == 15)
+
+        // Another process goes on too, from the same value, and so does a relaunch of the holder.
+        let next = try startTogether(1, "shared-increment", directory, key) { _ in ["1"] }[0]
+        #expect(next.nextLine(startingWith: "done") == "done 16")
+        next.process.waitUntilExit()
+        let relaunched = try startTogether(1, "shared-hold", directory, key) { _ in [] }[0]
+        #expect(relaunched.nextLine(startingWith: "inside") == "inside 16")
+        relaunched.kill()
+        #expect(try stored(Int.self, directory, key) == 16)
+    }
+
+    @Test func everyWriteIsInTheFileWhenItReturns() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let key = uniqueKey()
+        let count = PersistedState(
+            0, key: key, storage: shared(directory),
+            validator: { _, proposed in
+                guard proposed >= 0 else { throw Negative() }
+            })
+        count.modify { $0 += 1 }
+        #expect(try stored(Int.self, directory, key) == 1)
+        count ~> 2
+        #expect(try stored(Int.self, directory, key) == 2)
+        count ~> { $0 += 1 }
+        #expect(try stored(Int.self, directory, key) == 3)
+        try count.set(4)
+        #expect(try stored(Int.self, directory, key) == 4)
+        // A refused write changes neither the value nor the file.
+        #expect(throws: RejectedWriteError.self) { try count.set(-1) }
+        #expect(count.value == 4)
+        #expect(try stored(Int.self, directory, key) == 4)
+        #expect(count.version == 4)
+        // Written outside StateKit: the next write starts from it.
+        try Data("40".utf8).write(to: shared(directory).fileURL(forKey: key))
+        count.modify { $0 += 1 }
+        #expect(count.value == 41)
+        #expect(try stored(Int.self, directory, key) == 41)
+    }
+
+    @Test func readingASharedKeyInATransactionIsASnapshot() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let key = uniqueKey()
+        let count = PersistedState(7, key: key, storage: shared(directory))
+        let plain = State(1, key: uniqueKey())
+        withStateTransaction { plain.modify { $0 += count.value } }
+        #expect(plain.value == 8)
+    }
+
+    @Test func transactionWritingASharedKeyIsRefusedNamingTheKey() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let key = uniqueKey()
+        let process = Process()
+        process.executableURL = try TestHelperProcess.executableURL()
+        process.arguments = ["shared-transaction", directory.url.path, key]
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let outputText = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .uncaughtSignal)
+        #expect(outputText == "ready\n")
+        #expect(errorText.contains("withStateTransaction wrote to '\(key)', whose storage is shared across processes"))
+        #expect(try stored(Int.self, directory, key) == nil)
+    }
+
+    @Test func unsharedStorageKeepsTodaysBehaviour() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let key = uniqueKey()
+        #expect(!FileStateStorage(directory: directory.url).isSharedAcrossProcesses)
+        #expect(!FileStateStorage.file(directory.url).isSharedAcrossProcesses)
+        #expect(!FileStateStorage(directory: directory.url, sharedAcrossProcesses: false).isSharedAcrossProcesses)
+        #expect(FileStateStorage(directory: directory.url, sharedAcrossProcesses: true).isSharedAcrossProcesses)
+        let count = PersistedState(0, key: key, storage: .file(directory.url, sharedAcrossProcesses: false))
+        // No gate: writes take the engine's own paths, and saves are coalesced off the thread.
+        #expect(count.persistence?.cell.lock.withLock { count.persistence?.cell.writeGate == nil } == true)
+        for _ in 0..<1_000 { count.modify { $0 += 1 } }
+        count.flush()
+        #expect(try stored(Int.self, directory, key) == 1_000)
+        #expect(directory.fileNames == ["\(key).json"])
+        // A transaction over it is fine.
+        withStateTransaction { count.modify { $0 += 1 } }
+        #expect(count.value == 1_001)
+    }
+}
+
+/// `SharedLog` of `statekit-testhelper`, as the tests decode it.
+private struct SharedLogValue: Decodable {
+    var title: String
+    var entries: [String]
+}
+
+private struct Negative: Error {}
