@@ -42,6 +42,11 @@ import StateKitHTTP
 //     an Int container synced to <url> through a DurableOutbox at <outbox>, persisted in file
 //     storage at <directory> when given: waits for its load at start, prints "counting from
 //     <value>", then adds 1 every millisecond until killed (see OutboxRelaunchTests).
+//   statekit-sinks-helper sync-shared-count <directory> <key> <url> <count> <authorization>
+//     an Int container persisted in <directory> shared across processes, synced to <url> with a
+//     merge policy that prints "conflict …" to standard error: loads, prints "ready <value>", waits
+//     for a file "go" in <directory>, adds 1 <count> times (a millisecond apart), and waits to be
+//     killed (the key's sender must stay to send the others' changes; see SharedSyncTests).
 //   statekit-sinks-helper measure-modify - - <writes>
 //     prints the writer's modify latency with no sink and with a sink that takes 200 ms per batch
 //     (a measurement, not a test; build with -c release).
@@ -224,6 +229,11 @@ case "memory-churn":
     MemoryChurn.run(
         key: key, totals: totals, bound: arguments.count > 5 ? Int(arguments[5]) ?? 0 : 0,
         sink: arguments.count > 6 ? MemoryChurn.Sink(rawValue: arguments[6]) ?? .healthy : .healthy)
+case "sync-shared-count" where arguments.count == 7:
+    await countShared(
+        directory: log, key: key, url: URL(string: arguments[4])!, count: Int(arguments[5]) ?? 0,
+        authorization: arguments[6] == "-" ? nil : arguments[6])
+    waitToBeKilled()
 case "measure-modify":
     await ModifyLatency.run(writes: Int(arguments[4]) ?? 100_000)
 default:

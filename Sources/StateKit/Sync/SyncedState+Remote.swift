@@ -38,8 +38,11 @@ extension SyncedState {
             } else {
                 channel = RemoteChannel(state: self, recordName: name, records: records)
             }
-            // Behind an outbox, the changes it logged and did not deliver are sent first.
-            guard record.hasUnsentChanges, pipeline.log == nil || pipeline.statistics.pending == 0 else {
+            // Behind an outbox, the changes it logged and did not deliver are sent first. Across
+            // processes, only the key's sender sends (``RemoteSenderLock``).
+            guard record.hasUnsentChanges, pipeline.log == nil || pipeline.statistics.pending == 0,
+                remotes?.sender?.isSender ?? true
+            else {
                 sink.connect(channel)
                 continue
             }

@@ -40,11 +40,14 @@ final class CellRemotes<Value: Sendable>: @unchecked Sendable {
     private var claimedNames: [String: Int] = [:]
     /// Weak: the channels keep it; one made again later finds the cell's ledger as it was.
     private weak var store: SyncRecordStore?
+    /// Whether this process sends the key, when its storage is shared across processes.
+    let sender: RemoteSenderLock?
 
     init(key: String, storage: any StateStorage, cell: StoredValue<Value>) {
         self.key = key
         self.storage = storage
         self.cell = cell
+        self.sender = RemoteSenderLock(key: key, storage: storage)
     }
 
     /// The pipeline serving `destination`, now with one more user, or `nil` when none does.
@@ -91,10 +94,11 @@ final class CellRemotes<Value: Sendable>: @unchecked Sendable {
         cell: MonitoredState<Value>, instance: String?
     ) {
         let takesRemote = pipeline.log != nil
+        let sender = self.sender
         let subscription = cell.addSubscriber(
             queue: nil,
             handler: .change { change in
-                guard takesRemote || change.origin != .remote else { return }
+                guard takesRemote || change.origin != .remote, sender?.isSender ?? true else { return }
                 pipeline.enqueue(instance == nil ? change : change.made(by: instance))
             },
             sendsCurrentValue: false
