@@ -61,6 +61,7 @@ let systemTheme = MonitoredState(Theme.dark, key: "systemTheme")
 let directory = URL.temporaryDirectory.appending(path: "statekit-doc-examples")
 let settingsDirectory = directory
 let supportDirectory = directory
+let sharedDirectory = directory
 let eventsURL = directory.appending(path: "events.jsonl")
 let url = URL(string: "https://api.example.com/state")!
 let profileURL = URL(string: "https://api.example.com/profile")!

@@ -34,8 +34,8 @@ import Musl
 ///
 /// Several processes (an app and its extensions, through an App Group container) can share a
 /// directory as one storage: make it with ``init(directory:sharedAcrossProcesses:)`` or
-/// ``file(_:sharedAcrossProcesses:)``, and every write of a key is atomic against every process
-/// using it (see ``isSharedAcrossProcesses``).
+/// ``StateStorage/file(_:sharedAcrossProcesses:)``, and every write of a key is atomic against
+/// every process using it (see ``isSharedAcrossProcesses``).
 ///
 /// - Note: All operations on `FileStateStorage` are thread-safe.
 public struct FileStateStorage: StateStorage {
@@ -293,7 +293,7 @@ extension StateStorage where Self == FileStateStorage {
     /// - Parameters:
     ///   - directory: Where the files are kept.
     ///   - sharedAcrossProcesses: Whether each key's writes are atomic against other processes;
-    ///     `false` is ``file(_:)``.
+    ///     `false` is ``StateStorage/file(_:)``.
     public static func file(_ directory: URL, sharedAcrossProcesses: Bool) -> FileStateStorage {
         FileStateStorage(directory: directory, sharedAcrossProcesses: sharedAcrossProcesses)
     }

@@ -18,6 +18,11 @@ import Foundation
 /// `UserDefaults` instance; on Apple platforms pass `suiteName` when you create more than one
 /// instance for a suite.
 ///
+/// > Important: A suite shared with extensions (an App Group suite) cannot make a key's writes
+/// > atomic across processes: `cfprefsd` owns its file and merges each process's writes, so two
+/// > processes that `modify { $0 += 1 }` one key lose increments. Keep state that several
+/// > processes change in ``StateStorage/file(_:sharedAcrossProcesses:)`` instead.
+///
 /// Used directly through the byte-level requirements, `save(_:forKey:)` stores a JSON scalar
 /// (`true`, `3`, `"dark"`) natively and anything else as `Data`, and `load(forKey:)` returns a
 /// native value as JSON.

@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import Observation
 import StateKit
 
@@ -156,6 +157,11 @@ let persisted = PersistedState(Profile(), key: "profile.persisted", storage: .in
 persisted.visits ~> 3
 let moved = PersistedState(Profile(), key: "profile.moved", storage: .inMemory, previousKeys: ["profile.old"])
 moved.visits ~> 4
+let sharedDirectory = URL.temporaryDirectory.appending(path: "statekit-client-shared")
+let launches = PersistedState(0, key: "launches", storage: .file(sharedDirectory, sharedAcrossProcesses: true))
+launches.modify { $0 += 1 }
+let sharedStorage = FileStateStorage(directory: sharedDirectory, sharedAcrossProcesses: true)
+print(sharedStorage.isSharedAcrossProcesses, launches.value > 0)
 let settings = SettingsModel()
 settings.theme = "dark"
 settings.score += 1
