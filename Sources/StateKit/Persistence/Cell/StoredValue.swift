@@ -750,10 +750,12 @@ extension StoredValue {
 
     /// Reads the key, for the gate, and returns its value if its fingerprint is not
     /// `gateFingerprint` (what the cell holds): the value to write into the cell, and its
-    /// fingerprint. Bytes that do not decode are left to the watcher's check, which keeps them
-    /// aside; an absent value is the default.
+    /// fingerprint. An absent value is the default. Bytes that do not decode are kept aside and
+    /// reported, as the watcher's check does, before the gate's write replaces them.
     func readChanged(unless gateFingerprint: Data?) -> (value: Value, fingerprint: Data?)? {
-        ioLock.withLock {
+        var outcome: Outcome?
+        defer { if let outcome { publish(outcome, ticket: nil) } }
+        return ioLock.withLock {
             let found: StoredRepresentation?
             do {
                 found = try codec.load()
@@ -766,9 +768,15 @@ extension StoredValue {
                 lock.withLock { ledger.writeStarted() }
                 return (defaultValue, nil)
             }
-            guard representation.fingerprint != gateFingerprint,
-                let value = try? codec.decode(representation)
-            else { return nil }
+            guard representation.fingerprint != gateFingerprint else { return nil }
+            let value: Value
+            do {
+                value = try codec.decode(representation)
+            } catch {
+                knownFingerprint = representation.fingerprint
+                outcome = keepOutsideBadData(representation, error: error)
+                return nil
+            }
             knownFingerprint = representation.fingerprint
             attemptedFingerprint = nil
             // A value the watcher read earlier is not written into the cell after this one.

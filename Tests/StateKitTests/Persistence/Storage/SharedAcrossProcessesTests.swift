@@ -222,6 +222,23 @@ import Darwin
         #expect(try stored(Int.self, directory, key) == 41)
     }
 
+    @Test func badBytesWrittenOutsideAreKeptAsideBeforeAWriteReplacesThem() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let key = uniqueKey()
+        let count = PersistedState(0, key: key, storage: shared(directory))
+        count ~> 3
+        try Data("{not a number".utf8).write(to: shared(directory).fileURL(forKey: key))
+        count.modify { $0 += 1 }
+        #expect(count.value == 4)
+        #expect(try stored(Int.self, directory, key) == 4)
+        let kept = directory.fileNames.filter { $0.hasPrefix("\(key).corrupt-") }
+        #expect(kept.count == 1)
+        let keptBytes = try kept.first.map { try Data(contentsOf: directory.url.appending(path: $0)) }
+        #expect(keptBytes == Data("{not a number".utf8))
+        #expect(DiagnosticsRecorder.diagnostics(involving: key).map(\.kind).contains(.decodingFailed))
+    }
+
     @Test func readingASharedKeyInATransactionIsASnapshot() throws {
         let directory = TemporaryDirectory()
         defer { directory.cleanUp() }
