@@ -4,7 +4,11 @@ import StateKitHTTP
 
 /// `sync-shared-count`: adds 1 `count` times to an Int persisted in `directory`, shared across
 /// processes, and synced to `url`; every conflict the server reports is printed to standard error.
-func countShared(directory: URL, key: String, url: URL, count: Int, authorization: String?) async {
+/// Returns the container, which the caller keeps until it is killed: while it lives, this process
+/// may be the key's sender, which sends the other processes' changes too.
+func countShared(directory: URL, key: String, url: URL, count: Int, authorization: String?) async
+    -> SyncedState<Int>
+{
     let sink = HTTPSyncSink<Int>(
         endpoint: url, timeout: .seconds(10),
         conflictPolicy: .merge { base, local, remote in
@@ -26,4 +30,5 @@ func countShared(directory: URL, key: String, url: URL, count: Int, authorizatio
         usleep(1_000)
     }
     _ = await state.flush(timeout: .seconds(20))
+    return state
 }

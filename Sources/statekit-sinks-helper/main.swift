@@ -230,10 +230,10 @@ case "memory-churn":
         key: key, totals: totals, bound: arguments.count > 5 ? Int(arguments[5]) ?? 0 : 0,
         sink: arguments.count > 6 ? MemoryChurn.Sink(rawValue: arguments[6]) ?? .healthy : .healthy)
 case "sync-shared-count" where arguments.count == 7:
-    await countShared(
+    let state = await countShared(
         directory: log, key: key, url: URL(string: arguments[4])!, count: Int(arguments[5]) ?? 0,
         authorization: arguments[6] == "-" ? nil : arguments[6])
-    waitToBeKilled()
+    withExtendedLifetime(state) { waitToBeKilled() }
 case "measure-modify":
     await ModifyLatency.run(writes: Int(arguments[4]) ?? 100_000)
 default:

@@ -17,8 +17,11 @@ import Musl
 /// lock without waiting and keeps it for as long as its cell lives; the others hand nothing on,
 /// so no two processes ever send conditional writes that conflict with each other. Their changes
 /// reach the server through the file: the sender's watcher sees them as changes made outside,
-/// which it sends like its own. When the sender dies, the kernel releases the lock, and the next
-/// process to see a change (its own, or another's through the file) takes it over.
+/// which it sends like its own. When the sender's cell goes or its process dies, the lock is
+/// released, and the next process to see a change (its own, or another's through the file) takes
+/// it over. That process's sink still holds the validator it last knew, so its first write may be
+/// refused once (a conflict its policy resolves): the agreement the previous sender recorded is
+/// not handed over.
 ///
 /// When the lock file cannot be opened (a read-only directory), every process sends, as without
 /// sharing.
