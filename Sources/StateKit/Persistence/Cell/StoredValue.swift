@@ -308,7 +308,11 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
     @discardableResult
     private func saveNewest() -> Bool {
         let keyLock = sharedKeyLock.current
-        if let keyLock { holdForSave(keyLock) }
+        if let keyLock {
+            // A write holding the key saves the cell's value as it made it, as new as this one.
+            guard !keyLock.isHeld, !isNewestSaved else { return true }
+            holdForSave(keyLock)
+        }
         let (outcome, ticket, isDone) = ioLock.withLock { saveNewestLocked() }
         keyLock?.unlock()
         publish(outcome, ticket: ticket)
@@ -741,6 +745,14 @@ extension StoredValue {
     private func holdForSave(_ keyLock: SharedKeyLock) {
         keyLock.lock()
         _ = keyLock.advanceGeneration()
+    }
+
+    /// Whether storage holds the cell's newest value: the gate saved it, or it came from there.
+    /// Then a save after a change has nothing to do, and does not take the key's lock (which
+    /// another process's writers wait for).
+    private var isNewestSaved: Bool {
+        let newestVersion = cell.lock.withLock { cell.storedVersion }
+        return lock.withLock { newestVersion <= savedVersion || newestVersion == outsideVersion }
     }
 
     /// What storage held when this process last read or wrote it.

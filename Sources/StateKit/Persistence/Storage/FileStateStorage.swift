@@ -150,15 +150,24 @@ public struct FileStateStorage: StateStorage {
 
     /// ``save(_:forKey:)`` without forcing the new file to disk: a process killed right after finds
     /// it (the kernel has it), and ``synchronize(forKey:)`` later makes it last a power loss.
-    func replace(_ data: Data, forKey key: String) throws {
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let destination = fileURL(forKey: key)
-        let temporary = directory.appendingPathComponent(
-            ".\(destination.lastPathComponent).tmp-\(getpid())-\(UUID().uuidString)", isDirectory: false)
-        try writeFile(data, to: temporary, durably: false)
-        guard rename(temporary.path, destination.path) == 0 else {
+    ///
+    /// For a writer on the hot path of shared keys: the paths are joined as strings (no `URL`
+    /// operations) and the directory is created only when it is missing.
+    ///
+    /// - Parameter fileName: The key's file name, ``fileName(forKey:)``.
+    func replace(_ data: Data, fileName: String) throws {
+        let directoryPath = directory.path
+        let destination = directoryPath + "/" + fileName
+        let temporary = directoryPath + "/.\(fileName).tmp-\(getpid())-\(UUID().uuidString)"
+        do {
+            try writeFile(data, toPath: temporary, durably: false)
+        } catch let error as POSIXError where error.code == .ENOENT {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            try writeFile(data, toPath: temporary, durably: false)
+        }
+        guard rename(temporary, destination) == 0 else {
             let error = POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
-            try? FileManager.default.removeItem(at: temporary)
+            unlink(temporary)
             throw error
         }
     }
@@ -173,12 +182,12 @@ public struct FileStateStorage: StateStorage {
 
     /// Writes all of `data` to a new file at `url` and forces it to disk before returning.
     private func writeDurably(_ data: Data, to url: URL) throws {
-        try writeFile(data, to: url, durably: true)
+        try writeFile(data, toPath: url.path, durably: true)
     }
 
-    /// Writes all of `data` to a new file at `url`, and forces it to disk if `durably`.
-    private func writeFile(_ data: Data, to url: URL, durably: Bool) throws {
-        let descriptor = open(url.path, O_WRONLY | O_CREAT | O_EXCL, 0o644)
+    /// Writes all of `data` to a new file at `path`, and forces it to disk if `durably`.
+    private func writeFile(_ data: Data, toPath path: String, durably: Bool) throws {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o644)
         guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         defer { close(descriptor) }
         do {
@@ -195,7 +204,7 @@ public struct FileStateStorage: StateStorage {
             }
             guard !durably || fsync(descriptor) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         } catch {
-            unlink(url.path)
+            unlink(path)
             throw error
         }
     }

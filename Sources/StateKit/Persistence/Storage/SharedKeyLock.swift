@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Darwin)
 import Darwin
@@ -32,6 +33,7 @@ final class SharedKeyLock: @unchecked Sendable {
     private let threads = Lock()
     /// The lock file, opened on first use; guarded by `threads`. -1 until then.
     private var descriptor: Int32 = -1
+    private let held = Atomic<Bool>(false)
 
     init(path: String) {
         self.path = path
@@ -48,6 +50,7 @@ final class SharedKeyLock: @unchecked Sendable {
     @discardableResult
     func lock() -> Bool {
         threads.lock()
+        held.store(true, ordering: .relaxed)
         if descriptor < 0 { descriptor = Self.openLockFile(path) }
         guard descriptor >= 0 else { return false }
         while flock(descriptor, LOCK_EX) != 0 {
@@ -59,7 +62,14 @@ final class SharedKeyLock: @unchecked Sendable {
     /// Lets the key go; called by the thread that holds it.
     func unlock() {
         if descriptor >= 0 { flock(descriptor, LOCK_UN) }
+        held.store(false, ordering: .relaxed)
         threads.unlock()
+    }
+
+    /// Whether a thread of this process holds the key, or waits for the file lock, now: a hint
+    /// that may be stale when it returns.
+    var isHeld: Bool {
+        held.load(ordering: .relaxed)
     }
 
     /// The key's write generation; 0 before the first write. Called holding the key.
