@@ -29,6 +29,7 @@ let benchmarks: @Sendable () -> Void = {
     registerContention()
     registerSyncedState()
     registerPersistence()
+    registerSharedPersistence()
     registerTransactions()
     registerDerived()
 }

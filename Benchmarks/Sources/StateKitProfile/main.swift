@@ -272,6 +272,14 @@ case "persistedWrite":
     storage.release()
     state.flush()
     withExtendedLifetime(token) {}
+case "sharedModify":
+    // An uncontended modify of a key in file storage shared across processes: the key's lock, a
+    // stat, an encode, a write and a rename (the kernel's share is not counted by callgrind).
+    let directory = FileManager.default.temporaryDirectory
+        .appendingPathComponent("statekit-profile-shared-\(ProcessInfo.processInfo.processIdentifier)")
+    let state = PersistedState(0, key: "sharedModify", storage: .file(directory, sharedAcrossProcesses: true))
+    measured(count) { state.modify { $0 += 1 } }
+    try? FileManager.default.removeItem(at: directory)
 case "syncedWrite":
     // A persisted synced write with a remote sink: saved, handed to the sink, its record kept.
     let state = SyncedState(0, key: "syncedWrite", storage: ParkedStorage(), sinks: [ParkedRemoteSink()])
