@@ -56,8 +56,9 @@ public struct FileStateStorage: StateStorage {
     /// nobody. Reads stay in memory; another process's change reaches subscribers within about
     /// 250 ms, through the directory's watcher. A synced key is sent by one process at a time.
     ///
-    /// It costs each write a lock, a `stat`, a write and a rename on the writer's thread (about
-    /// 60 µs uncontended on a Linux VM), instead of a save coalesced on a background queue.
+    /// It costs each write a lock, a `stat`, a write and a rename on the writer's thread (a median
+    /// of about 45 µs uncontended on tmpfs on a busy 2-core Linux VM; more where every rename
+    /// waits for a disk's journal), instead of a save coalesced on a background queue.
     /// Writes inside ``withStateTransaction(_:)`` to such a key are refused: the process stops
     /// with a message naming the key (a transaction does not hold the keys' locks).
     ///
