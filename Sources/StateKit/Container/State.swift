@@ -247,13 +247,6 @@ open class State<Value> {
         observation?._withUnsafeGuaranteedRef { $0.willSet() }
         defer { observation?._withUnsafeGuaranteedRef { $0.didSet() } }
         lock.lock()
-        if let gate = fields.pointee.writeGate {
-            var rejection: RejectedWriteError?
-            writeThroughGateAndUnlock(
-                gate, rejection: &rejection, origin: .local, unlessAlready: { _ in false }, ifUnchanged: nil,
-                announcedByHand: true, { _ in })
-            return
-        }
         storedVersion &+= 1
         guard hasAudience else {
             lock.unlock()

@@ -132,7 +132,7 @@ extension State {
             applyLocked: { entry in
                 let entry = unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)
                 return State.withContainer(of: entry) { state in
-                    if state.writeGate != nil { state.refuseGatedWriteInTransaction() }
+                    if state.hasWriteGate { state.refuseGatedWriteInTransaction() }
                     if !entry.isAnnounced {
                         if entry.isBlind {
                             assert(state.validator == nil, "a blind write skipped a validator")
@@ -230,6 +230,13 @@ extension State {
                     entry.replacedSlot = nil
                 }
         )
+    }
+
+    /// Whether the container's writes pass a ``WriteGate``.
+    @usableFromInline
+    final var hasWriteGate: Bool {
+        guard let point = observation.unretained else { return false }
+        return point._withUnsafeGuaranteedRef { $0.writeGate.unretained != nil }
     }
 
     /// Stops the process: a transaction wrote to a container whose writes pass a ``WriteGate``

@@ -13,9 +13,8 @@
 struct ContainerFields<Value> {
     @usableFromInline
     var version: UInt64 = 0
-    /// Whether a change has anyone to tell (subscribers, projections, listeners, a hook, a write
-    /// observer or a write gate); kept equal to
-    /// `runsHook || !audience.isEmpty || writeObserver != nil || writeGate != nil` by
+    /// Whether a change has anyone to tell (subscribers, projections, listeners, a hook or a write
+    /// observer); kept equal to `runsHook || !audience.isEmpty || writeObserver != nil` by
     /// ``State/audienceChangedLocked()``.
     @usableFromInline
     var hasAudience = false
@@ -42,10 +41,6 @@ struct ContainerFields<Value> {
     /// synced container's durable outbox logs it there). It must not touch the container.
     @usableFromInline
     var writeObserver: ((StateChange<Value>) -> Void)?
-    /// What every write passes through, one at a time, when the container's writes must be ordered
-    /// with writes outside the process; see ``WriteGate``. Set once, before the container is shared.
-    @usableFromInline
-    var writeGate: WriteGate<Value>?
     /// Who delivers, and what waits to be delivered.
     @usableFromInline
     var delivery = DeliveryStateMachine<Value>()
@@ -127,16 +122,6 @@ extension State {
         set { fields.pointee.runsHook = newValue }
     }
 
-    /// Set under the lock; a gate makes every write take the slow path (``hasAudience``).
-    @inlinable
-    var writeGate: WriteGate<Value>? {
-        get { fields.pointee.writeGate }
-        set {
-            fields.pointee.writeGate = newValue
-            fields.pointee.audienceChanged()
-        }
-    }
-
     /// Every change to the audience goes through `_modify`, which first retires the subscriber
     /// list when someone holds the claim and may be reading it unretained
     /// (``UnretainedSubscribers``).
@@ -177,7 +162,7 @@ extension ContainerFields {
     /// Recomputes the fast-path flags after the audience changed. Called with the lock held.
     @inlinable
     mutating func audienceChanged() {
-        hasAudience = runsHook || !audience.isEmpty || writeObserver != nil || writeGate != nil
+        hasAudience = runsHook || !audience.isEmpty || writeObserver != nil
         wantsChangeRecords = audience.changeSubscriberCount > 0
     }
 
@@ -229,8 +214,7 @@ extension ContainerFields {
         #if DEBUG
         delivery.checkInvariants(claim: claim)
         precondition(
-            hasAudience == (runsHook || !audience.isEmpty || writeObserver != nil || writeGate != nil),
-            "'\(key())': hasAudience is stale")
+            hasAudience == (runsHook || !audience.isEmpty || writeObserver != nil), "'\(key())': hasAudience is stale")
         precondition(
             wantsChangeRecords == (audience.changeSubscriberCount > 0), "'\(key())': wantsChangeRecords is stale")
         precondition(

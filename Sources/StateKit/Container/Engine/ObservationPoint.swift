@@ -7,12 +7,17 @@ import Observation
 /// no generic metadata is looked up per call, and the key path is kept in a stored property
 /// (measured: re-creating `\.value` on each call made `access()` 3-4x slower). Which container
 /// changed is told by the registrar, not by the key path.
+///
+/// A container's writes call ``willSet()`` and ``didSet()`` around each write, outside its lock;
+/// a ``WriteGate`` registered here rides on them.
 @usableFromInline
 final class ObservationPoint: Observable, Sendable {
     @usableFromInline
     let registrar = ObservationRegistrar()
     @usableFromInline
     let keyPath: any KeyPath<ObservationPoint, Void> & Sendable = \ObservationPoint.value
+    /// What every write of the container passes, when a layer registered one (see ``WriteGate``).
+    let writeGate = OnceInstalledReference<WriteGate>()
 
     @usableFromInline
     init() {}
@@ -35,11 +40,13 @@ final class ObservationPoint: Observable, Sendable {
     @usableFromInline
     func willSet() {
         registrar.willSet(self, keyPath: keyPath)
+        writeGate.unretained?._withUnsafeGuaranteedRef { $0.willWrite() }
     }
 
     /// Tells Observation a change has landed.
     @usableFromInline
     func didSet() {
+        writeGate.unretained?._withUnsafeGuaranteedRef { $0.didWrite() }
         registrar.didSet(self, keyPath: keyPath)
     }
 }

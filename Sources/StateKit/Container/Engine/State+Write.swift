@@ -19,7 +19,7 @@ extension State {
         }
         var rejection: RejectedWriteError?
         guard let observation = observation.unretained else {
-            writeAndUnlock(rejection: &rejection, origin: origin, unlessAlready: isUnchanged, ifUnchanged: (), body)
+            writeAndUnlock(rejection: &rejection, origin: origin, body)
             return rejection
         }
         lock.unlock()
@@ -30,7 +30,7 @@ extension State {
             lock.unlock()
             return nil
         }
-        writeAndUnlock(rejection: &rejection, origin: origin, unlessAlready: isUnchanged, ifUnchanged: (), body)
+        writeAndUnlock(rejection: &rejection, origin: origin, body)
         return rejection
     }
 
@@ -97,16 +97,10 @@ extension State {
     /// body that throws when there is a validator (its partial changes were made to a copy).
     /// Without a validator, what a throwing body changed stays and is announced. Inlinable so
     /// that the common case (no validator) is specialised for the client's `Value`.
-    ///
-    /// A container with a ``WriteGate`` writes through it; `isUnchanged` is checked again there
-    /// once the gate is entered (the value may have changed outside), and `unchangedResult` is
-    /// returned when it then holds (`nil`: the write always changes the value).
     @inlinable
     final func writeAndUnlock<Result>(
         rejection: inout RejectedWriteError?,
         origin: ChangeOrigin = .local,
-        unlessAlready isUnchanged: (Value) -> Bool = { _ in false },
-        ifUnchanged unchangedResult: Result? = nil,
         _ body: (inout Value) throws -> Result
     ) rethrows -> Result {
         if validator == nil && !hasAudience {
@@ -115,11 +109,6 @@ extension State {
                 lock.unlock()
             }
             return try body(&storedValue)
-        }
-        if let gate = fields.pointee.writeGate {
-            return try writeThroughGateAndUnlock(
-                gate, rejection: &rejection, origin: origin, unlessAlready: isUnchanged, ifUnchanged: unchangedResult,
-                body)
         }
         if validator != nil {
             var proposed = storedValue

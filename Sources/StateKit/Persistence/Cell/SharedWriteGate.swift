@@ -1,25 +1,39 @@
 import Dispatch
 import Foundation
+import Synchronization
+
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// The ``WriteGate`` of a key in a ``FileStateStorage`` shared across processes: it makes every
 /// write of the key's cell atomic against every process using the directory.
 ///
 /// A write of the cell (any of its containers' `modify`, `~>`, `set`, a remote or outside value,
 /// a `didModify()`) goes:
-/// 1. ``enter()``: take the key's ``SharedKeyLock`` (the process's writers queue on its in-process
-///    half; the file lock then waits for other processes). The cell's lock is not held, so reads
-///    go on.
-/// 2. If the key's generation or its file's ``FileStamp`` differ from what this process last
-///    read or wrote, read the file; if it holds another value than the cell's, that value becomes
-///    the cell's before the body runs.
-/// 3. The body runs under the cell's lock, as for any container.
-/// 4. ``save(_:version:)``: encode, advance the generation, write a temporary file and rename it
-///    into place, without the cell's lock. Forcing it to disk is left to a coalesced `fsync` on a
-///    queue of the gate's own, as the cell's own saves are coalesced (a `kill -9` loses nothing:
-///    the kernel has the file).
-/// 5. ``leave(storing:)``, with the cell's lock held: mark the version saved (the cell's own
-///    save then has nothing to do) and release the key. The change is published after that, so
-///    no handler runs while the key is held, and a handler may write to it again.
+/// 1. ``willWrite()``, without the cell's lock: take the key's ``SharedKeyLock`` (the process's
+///    writers queue on its in-process half; the file lock then waits for other processes). Reads
+///    go on meanwhile.
+/// 2. If the key's generation or its file's ``FileStamp`` differ from what this process last read
+///    or wrote, read the file; if it holds another value than the cell's, that value becomes the
+///    cell's, at a version of its own, before the write's check and body run, so they see it.
+/// 3. The write's check and body run under the cell's lock, as for any container.
+/// 4. ``changeWillBeDelivered(_:)``, the cell's write observer, under the cell's lock, for the
+///    change the write made: encode, advance the generation, write a temporary file and rename
+///    it into place; mark the version saved (the cell's own save then has nothing to do); let the
+///    key go. The change is delivered after that, so no handler runs while the key is held, and a
+///    handler may write to it again. Forcing the file to disk is left to a coalesced `fsync` on a
+///    queue of the gate's own (a `kill -9` loses nothing: the kernel has the file).
+/// 5. ``didWrite()``: a write that changed nothing (an equal value, a validator's refusal) still
+///    holds the key; it publishes the value step 2 brought in, if any, as an outside change, and
+///    lets the key go.
+///
+/// The save in step 4 holds the cell's lock, so a read of this key on another thread may wait for
+/// one file write; reads of other keys never do.
 ///
 /// Lock order: the key lock, then the value's `ioLock`, then the cell's lock (the value's own
 /// saves take the key lock before `ioLock` too). The key lock is never awaited with another lock
@@ -30,8 +44,9 @@ import Foundation
 /// loses its change: the file holds the value before it, and the kernel releases the lock.
 ///
 /// - Note: All operations on `SharedWriteGate` are thread-safe: its state is guarded by the key
-///   lock, which a thread holds from ``enter()`` to ``leave(storing:)``.
-final class SharedWriteGate<Value>: WriteGate<Value>, @unchecked Sendable {
+///   lock, which a thread holds from ``willWrite()`` to the delivery of its change or to
+///   ``didWrite()``.
+final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
     /// Weak: the value holds the cell, which holds the gate. Once it is gone, writes pass.
     private weak var value: StoredValue<Value>?
     private let keyLock: SharedKeyLock
@@ -41,14 +56,17 @@ final class SharedWriteGate<Value>: WriteGate<Value>, @unchecked Sendable {
     private let path: String
     private let syncQueue: DispatchQueue
     private let isSyncScheduled = LockedBox(false)
+    /// The thread holding the key, or 0; written by that thread.
+    private let holder = Atomic<UInt>(0)
     // Guarded by `keyLock`.
     /// The generation and stamp of the file when this process last read or wrote it; `nil`
     /// before the first write, which reads the file.
     private var known: (generation: UInt64, stamp: FileStamp)?
     /// The fingerprint of what the cell holds, as the file held it.
     private var knownFingerprint: Data?
-    /// Whether storage holds the cell's value at the version ``leave(storing:)`` is given.
-    private var holdsLeavingVersion = false
+    /// The value step 2 replaced, and the version the outside value took, until a change
+    /// publishes it.
+    private var broughtIn: (replaced: Value, version: UInt64)?
     /// Whether the last save through the gate failed, so that the next success clears the error.
     private var hasFailed = false
 
@@ -63,26 +81,57 @@ final class SharedWriteGate<Value>: WriteGate<Value>, @unchecked Sendable {
         self.syncQueue = DispatchQueue(label: "StateKit.shared.\(value.key)", qos: .utility)
     }
 
-    override func enter() -> Value? {
+    override func willWrite() {
         keyLock.lock()
-        holdsLeavingVersion = false
-        guard let value else { return nil }
+        holder.store(currentThreadID(), ordering: .relaxed)
+        guard let value else { return }
         let generation = keyLock.generation
         let stamp = FileStamp(path: path)
-        if let known, known.generation == generation, known.stamp == stamp { return nil }
+        if let known, known.generation == generation, known.stamp == stamp { return }
         known = (generation, stamp)
-        guard let found = value.readChanged(unless: knownFingerprint) else { return nil }
+        guard let found = value.readChanged(unless: knownFingerprint) else { return }
         knownFingerprint = found.fingerprint
-        holdsLeavingVersion = true
-        return found.value
+        let cell = value.cell
+        let (replaced, version) = cell.lock.withLock {
+            let replaced = cell.storedValue
+            cell.storedValue = found.value
+            cell.storedVersion &+= 1
+            return (replaced, cell.storedVersion)
+        }
+        value.noteSaved(version: version)
+        broughtIn = (broughtIn?.replaced ?? replaced, version)
     }
 
-    override func save(_ newValue: Value, version: UInt64) {
-        holdsLeavingVersion = false
-        guard let value, value.isPersisting else { return }
+    /// The cell's write observer: saves the change about to be delivered and lets the key go.
+    /// Called under the cell's lock, on the writing thread, which holds the key.
+    func changeWillBeDelivered(_ change: StateChange<Value>) {
+        guard holder.load(ordering: .relaxed) == currentThreadID() else { return }
+        broughtIn = nil
+        if save(change.newValue) { value?.noteSaved(version: change.version) }
+        leave()
+    }
+
+    override func didWrite() {
+        guard holder.load(ordering: .relaxed) == currentThreadID() else { return }
+        guard let broughtIn, let cell = value?.cell else { return leave() }
+        // Published as an outside change, whose delivery lets the key go.
+        cell.lock.lock()
+        cell.publishAndUnlock(oldValue: cell.wantsChangeRecords ? broughtIn.replaced : nil, origin: .external)
+        if holder.load(ordering: .relaxed) == currentThreadID() { leave() }
+    }
+
+    private func leave() {
+        broughtIn = nil
+        holder.store(0, ordering: .relaxed)
+        keyLock.unlock()
+    }
+
+    /// Writes `newValue` to the key's file unless it holds it already; returns whether it does now.
+    private func save(_ newValue: Value) -> Bool {
+        guard let value, value.isPersisting else { return false }
         do {
             guard let representation = try value.codec.encode(newValue), let data = representation.payload as? Data
-            else { return }
+            else { return false }
             if representation.fingerprint != knownFingerprint {
                 let generation = keyLock.advanceGeneration()
                 try value.store(representation) { try storage.replace(data, fileName: fileName) }
@@ -90,21 +139,17 @@ final class SharedWriteGate<Value>: WriteGate<Value>, @unchecked Sendable {
                 knownFingerprint = representation.fingerprint
                 scheduleSync()
             }
-            holdsLeavingVersion = true
             if hasFailed {
                 hasFailed = false
                 value.publishSave(error: nil)
             }
+            return true
         } catch {
             // The cell's own save retries it (taking the key lock), and reports the error.
             hasFailed = true
             value.publishSave(error: error)
+            return false
         }
-    }
-
-    override func leave(storing version: UInt64) {
-        if holdsLeavingVersion { value?.noteSaved(version: version) }
-        keyLock.unlock()
     }
 
     /// How long after a write its file is forced to disk, so that a burst of writes costs one
@@ -128,13 +173,29 @@ final class SharedWriteGate<Value>: WriteGate<Value>, @unchecked Sendable {
 
 extension StoredValue {
     /// Makes every write of the cell atomic against other processes using `storage`, once: the
-    /// key's lock for every save, and a ``SharedWriteGate`` for every write.
+    /// key's lock for every save, and a ``SharedWriteGate`` on the cell's observation point, with
+    /// its write observer.
     func shareAcrossProcesses(in storage: FileStateStorage) {
         guard sharedKeyLock.current == nil else { return }
         let keyLock = sharedKeyLock.install(SharedKeyLock(path: storage.lockFileURL(forKey: key).path))
         let gate = SharedWriteGate(value: self, keyLock: keyLock, storage: storage)
+        let point = cell.installObservationPoint()
+        guard point.writeGate.install(gate) === gate else { return }
         cell.lock.withLock {
-            if cell.writeGate == nil { cell.writeGate = gate }
+            let earlier = cell.writeObserver
+            cell.writeObserver = { change in
+                earlier?(change)
+                gate.changeWillBeDelivered(change)
+            }
         }
     }
+}
+
+/// The calling thread's identity, for ``SharedWriteGate`` to tell whether it holds the key.
+private func currentThreadID() -> UInt {
+    #if canImport(Darwin)
+    UInt(bitPattern: pthread_self())
+    #else
+    UInt(pthread_self())
+    #endif
 }

@@ -813,7 +813,7 @@ extension StoredValue {
     }
 
     /// Storage holds the cell's value at `version`: the save after the change has nothing to do.
-    /// Called with the cell's lock held.
+    /// Takes the value's own lock, which may be taken under the cell's.
     func noteSaved(version: UInt64) {
         lock.withLock { ledger.saveSucceeded(version: version) }
     }
