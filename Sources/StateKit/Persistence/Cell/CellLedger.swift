@@ -175,6 +175,11 @@ struct CellLedger {
         outsideVersion = version
     }
 
+    /// Whether storage holds the cell's value at `version`: saved, or read from there.
+    func storageHolds(version: UInt64) -> Bool {
+        version <= savedVersion || version == outsideVersion
+    }
+
     /// A save of the newest value, `version`, is about to run.
     mutating func beginSave(version: UInt64) -> SavePlan {
         if version == outsideVersion { savedVersion = max(savedVersion, version) }

@@ -35,8 +35,9 @@ import Musl
 /// The save in step 4 holds the cell's lock, so a read of this key on another thread may wait for
 /// one file write; reads of other keys never do.
 ///
-/// Lock order: the key lock, then the value's `ioLock`, then the cell's lock (the value's own
-/// saves take the key lock before `ioLock` too). The key lock is never awaited with another lock
+/// Lock order: the key lock, then the value's `ioLock` (held with it, from ``willWrite()`` to the
+/// end), then the cell's lock; the value's own saves take the key lock before `ioLock` too, and
+/// the value takes `ioLock` before the cell's lock everywhere else. The key lock is never awaited with another lock
 /// held, and while it is held only file I/O and the cell's lock are waited for: so no two
 /// processes, and no two threads, wait for each other.
 ///
@@ -58,7 +59,11 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
     private let isSyncScheduled = LockedBox(false)
     /// The thread holding the key, or 0; written by that thread.
     private let holder = Atomic<UInt>(0)
+    /// Reports to publish once no lock is held (bytes kept aside while the key was held).
+    private let reports = LockedBox<[() -> Void]>([])
     // Guarded by `keyLock`.
+    /// The value whose `ioLock` the holder holds, kept alive until it lets go.
+    private var holding: StoredValue<Value>?
     /// The generation and stamp of the file when this process last read or wrote it; `nil`
     /// before the first write, which reads the file.
     private var known: (generation: UInt64, stamp: FileStamp)?
@@ -85,11 +90,17 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
         keyLock.lock()
         holder.store(currentThreadID(), ordering: .relaxed)
         guard let value else { return }
+        // Held to the end of the write, before the cell's lock, as the value's own saves do.
+        value.ioLock.lock()
+        holding = value
         let generation = keyLock.generation
         let stamp = FileStamp(path: path)
         if let known, known.generation == generation, known.stamp == stamp { return }
         known = (generation, stamp)
-        guard let found = value.readChanged(unless: knownFingerprint) else { return }
+        var report: (() -> Void)?
+        let found = value.readChangedLocked(unless: knownFingerprint, publishLater: &report)
+        if let report { reports.withLock { $0.append(report) } }
+        guard let found else { return }
         knownFingerprint = found.fingerprint
         let cell = value.cell
         let (replaced, version) = cell.lock.withLock {
@@ -112,6 +123,7 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
     }
 
     override func didWrite() {
+        defer { publishReports() }
         guard holder.load(ordering: .relaxed) == currentThreadID() else { return }
         guard let broughtIn, let cell = value?.cell else { return leave() }
         // Published as an outside change, whose delivery lets the key go.
@@ -120,8 +132,20 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
         if holder.load(ordering: .relaxed) == currentThreadID() { leave() }
     }
 
+    /// Publishes the reports kept while the key was held, now that no lock is.
+    private func publishReports() {
+        let pending = reports.withLock { reports in
+            let pending = reports
+            reports = []
+            return pending
+        }
+        for report in pending { report() }
+    }
+
     private func leave() {
         broughtIn = nil
+        holding?.ioLock.unlock()
+        holding = nil
         holder.store(0, ordering: .relaxed)
         keyLock.unlock()
     }
@@ -134,7 +158,7 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
             else { return false }
             if representation.fingerprint != knownFingerprint {
                 let generation = keyLock.advanceGeneration()
-                try value.store(representation) { try storage.replace(data, fileName: fileName) }
+                try value.storeLocked(representation) { try storage.replace(data, fileName: fileName) }
                 known = (generation, FileStamp(path: path))
                 knownFingerprint = representation.fingerprint
                 scheduleSync()

@@ -752,7 +752,7 @@ extension StoredValue {
     /// another process's writers wait for).
     private var isNewestSaved: Bool {
         let newestVersion = cell.lock.withLock { cell.storedVersion }
-        return lock.withLock { newestVersion <= savedVersion || newestVersion == outsideVersion }
+        return lock.withLock { ledger.storageHolds(version: newestVersion) }
     }
 
     /// What storage held when this process last read or wrote it.
@@ -760,56 +760,56 @@ extension StoredValue {
         ioLock.withLock { knownFingerprint }
     }
 
-    /// Reads the key, for the gate, and returns its value if its fingerprint is not
-    /// `gateFingerprint` (what the cell holds): the value to write into the cell, and its
-    /// fingerprint. An absent value is the default. Bytes that do not decode are kept aside and
-    /// reported, as the watcher's check does, before the gate's write replaces them.
-    func readChanged(unless gateFingerprint: Data?) -> (value: Value, fingerprint: Data?)? {
-        var outcome: Outcome?
-        defer { if let outcome { publish(outcome, ticket: nil) } }
-        return ioLock.withLock {
-            let found: StoredRepresentation?
-            do {
-                found = try codec.load()
-            } catch {
-                return nil
-            }
-            guard let representation = found else {
-                guard gateFingerprint != nil else { return nil }
-                knownFingerprint = nil
-                lock.withLock { ledger.writeStarted() }
-                return (defaultValue, nil)
-            }
-            guard representation.fingerprint != gateFingerprint else { return nil }
-            let value: Value
-            do {
-                value = try codec.decode(representation)
-            } catch {
-                knownFingerprint = representation.fingerprint
-                outcome = keepOutsideBadData(representation, error: error)
-                return nil
-            }
-            knownFingerprint = representation.fingerprint
-            attemptedFingerprint = nil
-            // A value the watcher read earlier is not written into the cell after this one.
-            lock.withLock { ledger.writeStarted() }
-            return (value, representation.fingerprint)
+    /// Reads the key, for the gate, with `ioLock` held, and returns its value if its fingerprint
+    /// is not `gateFingerprint` (what the cell holds): the value to write into the cell, and its
+    /// fingerprint. An absent value is the default. Bytes that do not decode are kept aside, as
+    /// the watcher's check does, before the gate's write replaces them; the report is in
+    /// `publishLater`, to run once no lock is held.
+    func readChangedLocked(
+        unless gateFingerprint: Data?,
+        publishLater: inout (() -> Void)?
+    ) -> (value: Value, fingerprint: Data?)? {
+        let found: StoredRepresentation?
+        do {
+            found = try codec.load()
+        } catch {
+            return nil
         }
+        guard let representation = found else {
+            guard gateFingerprint != nil else { return nil }
+            knownFingerprint = nil
+            lock.withLock { ledger.writeStarted() }
+            return (defaultValue, nil)
+        }
+        guard representation.fingerprint != gateFingerprint else { return nil }
+        let value: Value
+        do {
+            value = try codec.decode(representation)
+        } catch {
+            knownFingerprint = representation.fingerprint
+            let outcome = keepOutsideBadData(representation, error: error)
+            publishLater = { self.publish(outcome, ticket: nil) }
+            return nil
+        }
+        knownFingerprint = representation.fingerprint
+        attemptedFingerprint = nil
+        // A value the watcher read earlier is not written into the cell after this one.
+        lock.withLock { ledger.writeStarted() }
+        return (value, representation.fingerprint)
     }
 
-    /// Writes `representation` through `write`, for the gate, keeping the bookkeeping of a save.
-    func store(_ representation: StoredRepresentation, through write: () throws -> Void) throws {
-        try ioLock.withLock {
-            lock.withLock { ledger.writeStarted() }
-            do {
-                try write()
-            } catch {
-                attemptedFingerprint = representation.fingerprint
-                throw error
-            }
-            knownFingerprint = representation.fingerprint
-            attemptedFingerprint = nil
+    /// Writes `representation` through `write`, for the gate, with `ioLock` held, keeping the
+    /// bookkeeping of a save.
+    func storeLocked(_ representation: StoredRepresentation, through write: () throws -> Void) throws {
+        lock.withLock { ledger.writeStarted() }
+        do {
+            try write()
+        } catch {
+            attemptedFingerprint = representation.fingerprint
+            throw error
         }
+        knownFingerprint = representation.fingerprint
+        attemptedFingerprint = nil
     }
 
     /// Storage holds the cell's value at `version`: the save after the change has nothing to do.
