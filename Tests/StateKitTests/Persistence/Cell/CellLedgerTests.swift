@@ -82,14 +82,14 @@ import Testing
     @Test func aFailureThatPersistsIsReportedOnceAndBacksOff() {
         var ledger = CellLedger(savesValue: true)
         let full = CocoaError(.fileWriteOutOfSpace)
-        let first = ledger.saveFailed(version: 1, full)
-        let again = ledger.saveFailed(version: 1, full)
+        let first = ledger.saveFailed(full)
+        let again = ledger.saveFailed(full)
         #expect(first)
         #expect(again == false)
         #expect(ledger.retryDelay == 0.2)
         ledger.saveSucceeded(version: 1)
         #expect(ledger.saveError == nil)
-        let afterSuccess = ledger.saveFailed(version: 2, full)
+        let afterSuccess = ledger.saveFailed(full)
         #expect(afterSuccess, "a failure after a success is new")
     }
 

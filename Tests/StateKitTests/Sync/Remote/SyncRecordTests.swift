@@ -86,9 +86,12 @@ import Testing
         #expect(isSaved)
         sink.setOffline(false)
         state.modify(6)
-        await state.flush()
+        // The sink paused while offline: flush(timeout:) waits through the pause for its retry.
+        #expect(await state.flush(timeout: .seconds(10)))
+        let final = try record(directory, key)
         #expect(
-            try record(directory, key) == SyncRecord(base: Data("6".utf8), validator: "v1", hasUnsentChanges: false))
+            final == SyncRecord(base: Data("6".utf8), validator: "v1", hasUnsentChanges: false),
+            "\(String(describing: final)) \(state.statistics)")
     }
 
     @Test func aRemoteValueDoesNotMarkTheRecordUnsent() async throws {
