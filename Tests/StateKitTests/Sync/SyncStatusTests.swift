@@ -202,9 +202,10 @@ extension SyncStatusTests {
         policy.retry = RetryPolicy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(40), maximumAttempts: 3)
         policy.afterRepeatedFailures = .pauseAndKeep(retryEvery: retryEvery)
         policy.drainTimeout = .milliseconds(200)
-        // Beside the whole suite under the thread sanitizer, an answer held at the fixture server
-        // and then released took more than 10 s to arrive.
-        let timeout: Duration = isThreadSanitized ? .seconds(120) : .seconds(10)
+        // Beside the whole suite (processes contending for a shared key, threads spinning to keep
+        // the machine busy) an answer held at the fixture server and then released took more than
+        // 10 s to arrive; under the thread sanitizer, more than 60 s.
+        let timeout: Duration = isThreadSanitized ? .seconds(120) : .seconds(60)
         return HTTPSyncSink(endpoint: url, timeout: timeout, loadsOnStart: loadsOnStart, policy: policy)
     }
 

@@ -87,7 +87,7 @@ import Testing
         sink.setOffline(false)
         state.modify(6)
         // The sink paused while offline: flush(timeout:) waits through the pause for its retry.
-        #expect(await state.flush(timeout: .seconds(10)))
+        #expect(await state.flush(timeout: .seconds(60)))
         let final = try record(directory, key)
         #expect(
             final == SyncRecord(base: Data("6".utf8), validator: "v1", hasUnsentChanges: false),
