@@ -70,7 +70,7 @@ import Testing
                 0, key: key, storage: Relocated(base: .file(directory.url)),
                 sinks: [DurableOutbox(fileURL: outbox, wrapping: sink)])
             for value in 1...5 { state ~> value }
-            #expect(await state.flush(timeout: .milliseconds(delivered ? 10_000 : 100)) == delivered)
+            #expect(await state.flush(timeout: .milliseconds(delivered ? 60_000 : 100)) == delivered)
         }
         try FileStateStorage.file(directory.url).save(Data("3".utf8), forKey: key)
 

@@ -75,7 +75,7 @@ import Testing
         // stored on the cell's queue, the mark first; the value is read first here, so a 5 seen
         // was stored after the record read next.
         let storage = FileStateStorage(directory: directory.url)
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(60)
         var isSaved = false
         while !isSaved && ContinuousClock.now < deadline {
             isSaved = try storage.load(forKey: key) == Data("5".utf8)
