@@ -7,6 +7,8 @@
 /// position only (and at projections of other paths that overlap it).
 ///
 /// ```swift
+/// struct Board: Equatable, Sendable { var cells = [Int](repeating: 0, count: 9) }
+/// let board = MonitoredState(Board(), key: "board")
 /// let row = board.cells[3]              // MutableObserved<Int>
 /// let subscription = row.subscribe { print("cell 3 is \($0)") }
 /// row ~> 7                              // one change of `board`; only cell 3's projections look
