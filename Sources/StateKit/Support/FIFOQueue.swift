@@ -19,6 +19,7 @@ struct FIFOQueue<Element> {
 
     /// How many elements are queued.
     @inlinable
+    @inline(__always)
     var count: Int { slots.count - head }
 
     @inlinable
@@ -31,6 +32,7 @@ struct FIFOQueue<Element> {
     /// Appends `element`, taking it over: a caller that gives its copy away retains and releases
     /// nothing (`__owned`: `consuming` made unspecialised callers copy it through its witness).
     @inlinable
+    @inline(__always)
     mutating func append(_ element: __owned Element) {
         slots.append(element)
     }
@@ -79,6 +81,7 @@ struct FIFOQueue<Element> {
     /// is queued, as it is in a buffer of one, it is replaced in place, and the array keeps its
     /// storage.
     @inlinable
+    @inline(__always)
     mutating func replaceAll(with element: __owned Element) {
         if count == 1 {
             slots[head] = element

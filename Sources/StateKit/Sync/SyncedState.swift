@@ -161,9 +161,13 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
                 // The key's other synced containers, sharing its cell, may log their own outboxes.
                 // The store holds the cell: held weakly here, as the cell holds the observer.
                 let earlier = writeObserver
+                // Decided here: in the observer, asking the array of logs costs its generic metadata.
+                let hasLogs = !logs.isEmpty
                 writeObserver = { [weak notedRecords] change in
                     earlier?(change)
                     notedRecords?.noteChange(change.version, origin: change.origin)
+                    // Without a log, nothing here needs the change marked (a copy of it, per write).
+                    guard hasLogs else { return }
                     let change = instance == nil ? change : change.made(by: instance)
                     for log in logs { log.record(change) }
                 }

@@ -82,7 +82,11 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
 
     /// Buffers `change` for the sink. Never blocks beyond a short lock.
     func enqueue(_ change: StateChange<Value>) {
-        let (wake, isFirstDrop) = lock.withLock { machine.enqueue(change) }
+        // Locked by hand, and the machine's step inlined: this code is not specialised for
+        // `Value`, and every function it passes through looks up the change's generic metadata again.
+        lock.lock()
+        let (wake, isFirstDrop) = machine.enqueue(change)
+        lock.unlock()
         wake?.resume()
         statisticsChanged()
         if isFirstDrop {

@@ -130,6 +130,7 @@ struct SinkPipelineStateMachine<Value: Sendable> {
 
     /// A change arrives. Returns the task to wake, the flushes it completes (none), and whether it
     /// is the first drop of an overflow (reported at once by the caller).
+    @inline(__always)
     mutating func enqueue(
         _ change: StateChange<Value>
     ) -> (wake: CheckedContinuation<Void, Never>?, isFirstDrop: Bool) {
@@ -463,9 +464,11 @@ struct SinkPipelineStateMachine<Value: Sendable> {
 
     // MARK: Helpers
 
+    @inline(__always)
     private mutating func takeWakeUp() -> CheckedContinuation<Void, Never>? {
-        defer { wakeUp = nil }
-        return wakeUp
+        let wake = wakeUp
+        wakeUp = nil
+        return wake
     }
 
     /// Counts a drop; returns whether it is the first since the task last reported drops (the
