@@ -5,10 +5,11 @@ import StateKitHTTP
 /// `sync-shared-count`: adds 1 `count` times to an Int persisted in `directory`, shared across
 /// processes, and synced to `url`; every conflict the server reports is printed to standard error.
 /// Returns the container, which the caller keeps until it is killed: while it lives, this process
-/// may be the key's sender, which sends the other processes' changes too.
-func countShared(directory: URL, key: String, url: URL, count: Int, authorization: String?) async
-    -> SyncedState<Int>
-{
+/// may be the key's sender, which sends the other processes' changes too. It counts once the file
+/// `go` exists in `directory`.
+func countShared(
+    directory: URL, key: String, url: URL, count: Int, authorization: String?, go: String = "go"
+) async -> SyncedState<Int> {
     let sink = HTTPSyncSink<Int>(
         endpoint: url, timeout: .seconds(10),
         conflictPolicy: .merge { base, local, remote in
@@ -23,12 +24,33 @@ func countShared(directory: URL, key: String, url: URL, count: Int, authorizatio
     let state = SyncedState(0, key: key, storage: storage, sinks: [sink])
     _ = await state.flush(timeout: .seconds(20))
     FileHandle.standardOutput.write(Data("ready \(state.value)\n".utf8))
-    let go = directory.appending(path: "go").path
-    while !FileManager.default.fileExists(atPath: go) { usleep(1_000) }
+    let goPath = directory.appending(path: go).path
+    while !FileManager.default.fileExists(atPath: goPath) { usleep(1_000) }
     for _ in 0..<count {
         state.modify { $0 += 1 }
         usleep(1_000)
     }
     _ = await state.flush(timeout: .seconds(20))
     return state
+}
+
+/// `sync-shared-relay`: ``countShared(directory:key:url:count:authorization:go:)`` once the file
+/// `go-<name>` exists, then writes the file `counted-<name>`; once the file `stop-<name>` exists it
+/// flushes, writes its value to the file `final-<name>` and exits (a clean exit, which hands the
+/// key's sending on when this process was its sender).
+func relayShared(directory: URL, key: String, url: URL, count: Int, authorization: String?, name: String) async
+    -> Never
+{
+    let state = await countShared(
+        directory: directory, key: key, url: url, count: count, authorization: authorization, go: "go-\(name)")
+    _ = FileManager.default.createFile(atPath: directory.appending(path: "counted-\(name)").path, contents: nil)
+    let stop = directory.appending(path: "stop-\(name)").path
+    while !FileManager.default.fileExists(atPath: stop) {
+        guard getppid() == parent else { exit(0) }
+        usleep(10_000)
+    }
+    _ = await state.flush(timeout: .seconds(20))
+    let final = Data("\(state.value)".utf8)
+    _ = FileManager.default.createFile(atPath: directory.appending(path: "final-\(name)").path, contents: final)
+    exit(0)
 }

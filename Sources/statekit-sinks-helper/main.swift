@@ -46,7 +46,11 @@ import StateKitHTTP
 //     an Int container persisted in <directory> shared across processes, synced to <url> with a
 //     merge policy that prints "conflict …" to standard error: loads, prints "ready <value>", waits
 //     for a file "go" in <directory>, adds 1 <count> times (a millisecond apart), and waits to be
-//     killed (the key's sender must stay to send the others' changes; see SharedSyncTests).
+//     killed (the key's sender must stay to send the others' changes; see RemoteSenderLockTests).
+//   statekit-sinks-helper sync-shared-relay <directory> <key> <url> <count> <authorization> <name>
+//     as sync-shared-count, but waits for a file "go-<name>", writes a file "counted-<name>" once
+//     it counted, and once a file "stop-<name>" exists flushes, writes its value to a file
+//     "final-<name>" and exits (see RemoteSenderLockTests).
 //   statekit-sinks-helper measure-modify - - <writes>
 //     prints the writer's modify latency with no sink and with a sink that takes 200 ms per batch
 //     (a measurement, not a test; build with -c release).
@@ -234,6 +238,10 @@ case "sync-shared-count" where arguments.count == 7:
         directory: log, key: key, url: URL(string: arguments[4])!, count: Int(arguments[5]) ?? 0,
         authorization: arguments[6] == "-" ? nil : arguments[6])
     withExtendedLifetime(state) { waitToBeKilled() }
+case "sync-shared-relay" where arguments.count == 8:
+    await relayShared(
+        directory: log, key: key, url: URL(string: arguments[4])!, count: Int(arguments[5]) ?? 0,
+        authorization: arguments[6] == "-" ? nil : arguments[6], name: arguments[7])
 case "measure-modify":
     await ModifyLatency.run(writes: Int(arguments[4]) ?? 100_000)
 default:

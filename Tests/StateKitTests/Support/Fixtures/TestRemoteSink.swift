@@ -7,6 +7,7 @@ import StateKit
 /// HTTP sink's own promises are checked against real servers.
 final class TestRemoteSink<Value: Sendable & Codable & Equatable>: RemoteSyncSink, @unchecked Sendable {
     let policy: SinkPolicy
+    let destination: String?
     private let lock = NSLock()
     private var channel: RemoteChannel<Value>?
     private var serverValue: Value?
@@ -19,10 +20,13 @@ final class TestRemoteSink<Value: Sendable & Codable & Equatable>: RemoteSyncSin
 
     struct Offline: Error {}
 
-    /// - Parameter connectDelay: How long ``connect(_:)`` takes: time for a pipeline that was
-    ///   started too early to send first.
-    init(offline: Bool = false, server: Value? = nil, connectDelay: Duration = .zero) {
+    /// - Parameters:
+    ///   - connectDelay: How long ``connect(_:)`` takes: time for a pipeline that was started too
+    ///     early to send first.
+    ///   - destination: The sink's ``RemoteSyncSink/destination``.
+    init(offline: Bool = false, server: Value? = nil, connectDelay: Duration = .zero, destination: String? = nil) {
         self.connectDelay = connectDelay
+        self.destination = destination
         var policy = SinkPolicy.latestValue
         policy.retry = RetryPolicy(initialDelay: .milliseconds(1), maximumDelay: .milliseconds(5), maximumAttempts: 2)
         policy.afterRepeatedFailures = .pauseAndKeep(retryEvery: .milliseconds(20))

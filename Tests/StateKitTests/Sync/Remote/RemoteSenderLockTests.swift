@@ -1,7 +1,11 @@
 import Foundation
-import StateKit
+@testable import StateKit
 import StateKitHTTP
 import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Semantics 25, the synced half: a key persisted in storage shared across processes and synced
 /// to a server is sent by one process at a time (``RemoteSenderLock``); the other processes'
@@ -57,6 +61,119 @@ import Testing
         state.modify { $0 += 1 }
         #expect(await state.flush(timeout: .seconds(20)))
         #expect(try await serverValue(server, url) == 2 * perProcess + 1)
+    }
+
+    /// How the key's sender stops sending in ``senderHandoverSendsNoConflictingWrite(kind:handover:)``.
+    enum Handover: String, CaseIterable, CustomStringConvertible {
+        /// It flushes and exits.
+        case exit
+        /// `kill -9`, with its sends in flight.
+        case kill
+        var description: String { rawValue }
+    }
+
+    /// The sender stops while the two other processes are counting: one of them takes the sender
+    /// lock and sends on from the agreement the first left, so no write of any process meets a
+    /// conflict, and the server, the file and each process end at every increment.
+    @Test(arguments: RealHTTPServer.Kind.allCases, Handover.allCases)
+    func senderHandoverSendsNoConflictingWrite(kind: RealHTTPServer.Kind, handover: Handover) async throws {
+        guard let server = try await RealHTTPServer.start(kind) else { return }
+        let directory = TemporaryDirectory()
+        defer {
+            server.stop()
+            directory.cleanUp()
+        }
+        try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
+        let url = server.resource()
+        let key = uniqueKey("relay")
+        let counts = ["a": 100, "b": 300, "c": 300]
+        var children: [String: SinksHelper] = [:]
+        for (name, count) in counts.sorted(by: { $0.key < $1.key }) {
+            let child = try await SinksHelper.launch([
+                "sync-shared-relay", directory.url.path, key, url.absoluteString, "\(count)",
+                server.headers["Authorization"] ?? "-", name,
+            ])
+            #expect(child.firstLine == "ready 0")
+            children[name] = child
+        }
+        let file = { (name: String) in directory.url.appending(path: name).path }
+        // a counts alone and so is the sender; then b and c count, and a sends their changes.
+        #expect(FileManager.default.createFile(atPath: file("go-a"), contents: nil))
+        try await waitUntil("a counted") { FileManager.default.fileExists(atPath: file("counted-a")) }
+        for name in ["b", "c"] { #expect(FileManager.default.createFile(atPath: file("go-\(name)"), contents: nil)) }
+        try await waitUntil("b and c being sent") { try await serverValue(server, url) ?? 0 >= 160 }
+        switch handover {
+        case .exit:
+            #expect(FileManager.default.createFile(atPath: file("stop-a"), contents: nil))
+            await children["a"]?.waitForExit()
+            #expect(children["a"]?.process.terminationStatus == 0)
+        case .kill:
+            await children["a"]?.kill()
+        }
+
+        let total = counts.values.reduce(0, +)
+        try await waitUntil("b and c counted") {
+            ["b", "c"].allSatisfy { FileManager.default.fileExists(atPath: file("counted-\($0)")) }
+        }
+        try await waitUntil("the server at \(total)") { try await serverValue(server, url) == total }
+        for name in ["b", "c"] { #expect(FileManager.default.createFile(atPath: file("stop-\(name)"), contents: nil)) }
+        for name in ["b", "c"] { await children[name]?.waitForExit() }
+        for name in ["b", "c"] {
+            let final = FileManager.default.contents(atPath: file("final-\(name)")).map { String(decoding: $0, as: UTF8.self) }
+            #expect(final == "\(total)", "\(name)'s value")
+        }
+        #expect(try await serverValue(server, url) == total)
+        let stored = PersistedState(0, key: key, storage: FileStateStorage.file(directory.url, sharedAcrossProcesses: true))
+        #expect(stored.value == total)
+        let conflicts = children.values.flatMap { child in
+            child.diagnostics.split(separator: "\n").filter { $0.hasPrefix("conflict") || $0.contains("HTTP 412") }
+        }
+        #expect(conflicts.isEmpty, "\(conflicts.count) conflicting writes: \(conflicts.prefix(5))")
+    }
+
+    /// Only the key's sender writes its sync record: a process that is not the sender never
+    /// rewrites what the sender recorded, and writes it once it takes over.
+    @Test func onlyTheSenderWritesTheSyncRecord() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
+        let key = uniqueKey("record")
+        let storage = FileStateStorage.file(directory.url, sharedAcrossProcesses: true)
+        let recordFile = directory.url.appending(path: FileStateStorage.fileName(forKey: SyncRecordStore.storageKey(for: key))).path
+        // Another process's sender lock: a lock on another open file description of the lock file.
+        let lockPath = directory.url.appending(path: ".\(FileStateStorage.fileName(forKey: key)).sender.lock").path
+        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        #expect(descriptor >= 0)
+        defer { close(descriptor) }
+        #expect(flock(descriptor, LOCK_EX | LOCK_NB) == 0)
+        let theirs = Data(#"{"records":{}}"#.utf8)
+        #expect(FileManager.default.createFile(atPath: recordFile, contents: theirs))
+
+        let sink = TestRemoteSink<Int>(destination: "memory")
+        let state = SyncedState(0, key: key, storage: storage, sinks: [sink])
+        for _ in 0..<20 { state.modify { $0 += 1 } }
+        _ = await state.flush(timeout: .seconds(5))
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(FileManager.default.contents(atPath: recordFile) == theirs)
+        #expect(sink.sent.isEmpty)
+
+        // The sender is gone: the next change takes over, and its agreement is recorded.
+        #expect(flock(descriptor, LOCK_UN) == 0)
+        state.modify { $0 += 1 }
+        #expect(await state.flush(timeout: .seconds(20)))
+        #expect(sink.sent.last == 21)
+        #expect(FileManager.default.contents(atPath: recordFile) != theirs)
+    }
+
+    private func waitUntil(_ what: String, _ condition: () async throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while try await !condition() {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("timed out waiting for \(what)")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
     }
 
     private func serverValue(_ server: RealHTTPServer, _ url: URL) async throws -> Int? {
