@@ -12,7 +12,9 @@ import FoundationNetworking
 /// Connected to a container, the engine starts from the container's sync record (the `ETag` and
 /// base remembered from an earlier launch) and records each agreement in it, so that after a
 /// relaunch local changes are sent conditionally on what the server held when they were made, and
-/// only a server that changed since is a conflict.
+/// only a server that changed since is a conflict. A record that changes under the engine (a
+/// process that takes over sending a key shared across processes adopts the agreement the
+/// previous sender recorded) is taken in before the next push or pull.
 ///
 /// Pushes and pulls pass one at a time through `gate`; the fields below it are touched only
 /// inside the gate (which orders them), the channel only under `lock`.
@@ -53,6 +55,12 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
     private var base: Value?
     /// `base` as the server sent it, to tell a server that changed from one that did not.
     private var baseData: Data?
+    /// The base and validator of the sync record as the engine last took it in or left it.
+    private var recordedBase: Data?
+    private var recordedValidator: String?
+    /// What the previous sender of a key shared across processes was sending when it stopped, in
+    /// a record just taken in: checked against the server before the next write.
+    private var takenOverSending: Data?
     /// The newest version the server reflects; used only without a container (no sync record).
     private var agreedVersion: UInt64 = 0
     private var hasLoaded = false
@@ -94,9 +102,22 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
         lock.withLock { channel }
     }
 
-    /// Takes in the sync record the channel came with, once. Inside the gate.
+    /// Takes in the sync record the channel came with, once; later, the record when another
+    /// agreement replaced the one the engine left (another process sent the key, and this one
+    /// took over from its agreement). Inside the gate.
     private func adoptRecord() {
-        guard let record = lock.withLock({ self.record.take() }) else { return }
+        let record: SyncRecord
+        if let first = lock.withLock({ self.record.take() }) {
+            record = first
+        } else {
+            guard let current = connected?.syncRecord,
+                current.base != recordedBase || current.validator != recordedValidator
+            else { return }
+            record = current
+        }
+        recordedBase = record.base
+        recordedValidator = record.validator
+        takenOverSending = record.sending
         etag = record.validator
         baseData = record.base
         base = record.base.flatMap { try? configuration.decoder.decode(Value.self, from: $0) }
@@ -119,6 +140,7 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
             }
             adoptRecord()
             if configuration.loadsOnStart && !hasLoaded { try await pullInGate() }
+            try await checkTakenOverSend()
             // The newest value, unless the server already holds it (sent, or taken from it).
             if channel.syncRecord.hasUnsentChanges {
                 if let current = channel.current {
@@ -139,12 +161,26 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
         }
     }
 
+    /// A record taken over from a sender that stopped while sending: when the server holds what it
+    /// was sending, that is the base now, under the server's `ETag`, so the next write is not
+    /// refused for a validator that only this key's own writes moved.
+    private func checkTakenOverSend() async throws {
+        guard let sending = takenOverSending else { return }
+        if case .value(let remote, let data, let remoteETag) = try await read(conditional: true), data == sending {
+            etag = remoteETag
+            base = remote
+            baseData = data
+        }
+        takenOverSending = nil
+    }
+
     private func write(_ value: Value, version: UInt64, change: StateChange<Value>) async throws {
         var local = value
         var merged = false
         var round = 0
         while true {
             let body = try configuration.encoder.encode(local)
+            await connected?.recordSending(body)
             var request = makeRequest(method: configuration.method)
             if let etag {
                 request.setValue(etag, forHTTPHeaderField: "If-Match")
@@ -208,7 +244,7 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
                         let applied = connected?.applyRemote(remote)
                         reportDiscarded(local, through: applied.map { $0 - 1 } ?? version)
                         agreedVersion = max(agreedVersion, applied ?? version)
-                        connected?.recordAgreement(base: data, validator: remoteETag, atVersion: applied ?? version)
+                        recordAgreement(base: data, validator: remoteETag, atVersion: applied ?? version)
                         return
                     case .clientWins:
                         base = remote
@@ -253,7 +289,17 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
         base = value
         baseData = data
         agreedVersion = max(agreedVersion, version)
-        connected?.recordAgreement(base: data, validator: newETag, atVersion: version)
+        recordAgreement(base: data, validator: newETag, atVersion: version)
+    }
+
+    /// Records an agreement in the container's sync record, and notes the record as the ledger
+    /// holds it then, so that only a record someone else changed is taken in again.
+    private func recordAgreement(base: Data?, validator: String?, atVersion version: UInt64) {
+        guard let channel = connected else { return }
+        channel.recordAgreement(base: base, validator: validator, atVersion: version)
+        let record = channel.syncRecord
+        recordedBase = record.base
+        recordedValidator = record.validator
     }
 
     /// Reports the local changes a ``SyncConflictPolicy/serverWins`` conflict throws away.
@@ -272,7 +318,7 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
     private func adoptMerged(_ merged: Value, data: Data, over sent: Value, at version: UInt64) {
         guard let channel = connected else { return }
         if let applied = channel.applyRemote(merged, ifVersion: version) {
-            channel.recordAgreement(base: data, validator: etag, atVersion: applied)
+            recordAgreement(base: data, validator: etag, atVersion: applied)
             return
         }
         // Local changes came meanwhile: merge again, as a local change sent next.
@@ -331,7 +377,7 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
             if localData == data {
                 base = remote
                 baseData = data
-                channel.recordAgreement(base: data, validator: remoteETag, atVersion: current.version)
+                recordAgreement(base: data, validator: remoteETag, atVersion: current.version)
                 return
             }
             // A value marked unsent that is the base itself holds no edit: a kill came after the
@@ -342,7 +388,7 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
                 guard let applied = channel.applyRemote(remote, ifVersion: current.version) else { continue }
                 base = remote
                 baseData = data
-                channel.recordAgreement(base: data, validator: remoteETag, atVersion: applied)
+                recordAgreement(base: data, validator: remoteETag, atVersion: applied)
                 return
             }
             // Unsent local changes over a server that did not change since the base: the next
@@ -354,7 +400,7 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
                 baseData = data
                 let applied = channel.applyRemote(remote)
                 reportDiscarded(current.value, through: applied.map { $0 - 1 } ?? current.version)
-                channel.recordAgreement(base: data, validator: remoteETag, atVersion: applied ?? current.version)
+                recordAgreement(base: data, validator: remoteETag, atVersion: applied ?? current.version)
             case .clientWins:
                 base = remote
                 baseData = data

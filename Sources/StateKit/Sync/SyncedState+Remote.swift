@@ -41,7 +41,7 @@ extension SyncedState {
             // Behind an outbox, the changes it logged and did not deliver are sent first. Across
             // processes, only the key's sender sends (``RemoteSenderLock``).
             guard record.hasUnsentChanges, pipeline.log == nil || pipeline.statistics.pending == 0,
-                remotes?.sender?.isSender ?? true
+                remotes?.takeOverNow() ?? true
             else {
                 sink.connect(channel)
                 continue

@@ -302,6 +302,8 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
             await pipeline.waitForLoads()
         }
         await deliveredBarrier()
+        // Across processes, changes that wait for this process to take over sending go first.
+        await cellRemotes?.takeoverFinished()
         await persistence?.flushOffThePool()
         for pipeline in pipelines {
             if Task.isCancelled { return }

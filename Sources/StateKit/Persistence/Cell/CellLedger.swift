@@ -37,6 +37,8 @@ import Foundation
 /// | ``saveFailed(_:)``                  | failure kept; one more failed attempt | publish; report once per distinct error; retry later |
 /// | ``agreed(_:base:validator:atVersion:)`` | the record agreed, unsent if a local change came after | store the records (after the value, for a cell that saves it) |
 /// | ``recordsStored(_:)``               | storage holds those records           | none                                     |
+/// | ``tookOverSending(_:)``             | the previous sender's records, unsent | none                                     |
+/// | ``sending(_:data:)``                | the record notes the value being sent | store the records, before the send        |
 ///
 /// The rule that keeps a kill -9 at any moment safe: storage never holds a record that says
 /// "agreed" on a value storage does not hold. ``recordsToStore()`` gives a destination's agreed
@@ -150,6 +152,28 @@ struct CellLedger {
         return true
     }
 
+    /// This process takes over sending a key shared across processes: `found`, the records the
+    /// previous sender stored (`nil` when unreadable), hold the newest agreements. Every record is
+    /// unsent, as the stored value may hold changes no sender has sent.
+    mutating func tookOverSending(_ found: [String: SyncRecord]?) {
+        for (name, record) in found ?? [:] where records[name] != nil {
+            records[name] = record
+            agreedVersions[name] = nil
+        }
+        for name in records.keys { records[name]?.hasUnsentChanges = true }
+        storedRecords = found ?? [:]
+        isAllUnsent = true
+        checkInvariants()
+    }
+
+    /// The destination `name` is about to be sent `data`: the record notes it until the answer's
+    /// agreement replaces it. Returns whether the records must be stored.
+    mutating func sending(_ name: String, data: Data) -> Bool {
+        guard records[name] != nil, records[name]?.sending != data else { return false }
+        records[name]?.sending = data
+        return true
+    }
+
     /// The records to store now, safe against a kill right after (see the type's rule), or `nil`
     /// when storage holds them already.
     func recordsToStore() -> [String: SyncRecord]? {
@@ -157,6 +181,7 @@ struct CellLedger {
         for (name, record) in records where !record.hasUnsentChanges && !isSaved(agreedVersions[name] ?? 0) {
             var previous = storedRecords[name] ?? SyncRecord()
             previous.hasUnsentChanges = true
+            previous.sending = record.sending
             safe[name] = previous
         }
         return safe == storedRecords ? nil : safe

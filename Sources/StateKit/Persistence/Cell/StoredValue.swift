@@ -310,7 +310,14 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
         let keyLock = sharedKeyLock.current
         if let keyLock {
             // A write holding the key saves the cell's value as it made it, as new as this one.
-            guard !keyLock.isHeld, !isNewestSaved else { return true }
+            guard !keyLock.isHeld else { return true }
+            if isNewestSaved {
+                // The gate saved it: what is left is an agreement's records, which only the key's
+                // sender writes, so without the key's lock.
+                guard let failed = ioLock.withLock({ storeRecords(nil) }) else { return true }
+                publish(failed, ticket: nil)
+                return false
+            }
             holdForSave(keyLock)
         }
         let (outcome, ticket, isDone) = ioLock.withLock { saveNewestLocked() }
@@ -335,7 +342,7 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
         case .upToDate:
             // Storage holds the newest value, whichever save put it there (one that succeeded on
             // another thread may not have published yet); an agreement may have left records.
-            if let failed = storeRecords(nil, version: newestVersion) { return (failed, ticket, false) }
+            if let failed = storeRecords(nil) { return (failed, ticket, false) }
             lock.withLock { ledger.saveSucceeded(version: newestVersion) }
             return (Outcome(saveError: .some(nil)), ticket, true)
         case .unencodable(let error):
@@ -343,7 +350,7 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
         case .write(let first):
             recordsFirst = first
         }
-        if let recordsFirst, let failed = storeRecords(recordsFirst, version: newestVersion) {
+        if let recordsFirst, let failed = storeRecords(recordsFirst) {
             return (failed, ticket, false)
         }
         let representation: StoredRepresentation?
@@ -372,13 +379,13 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
         knownFingerprint = representation?.fingerprint
         attemptedFingerprint = nil
         lock.withLock { ledger.saveSucceeded(version: newestVersion) }
-        if let failed = storeRecords(nil, version: newestVersion) { return (failed, ticket, false) }
+        if let failed = storeRecords(nil) { return (failed, ticket, false) }
         return (Outcome(saveError: .some(nil)), ticket, true)
     }
 
     /// Stores `records`, or what the ledger says to store now when `nil`, in the record store;
     /// with `ioLock` held. Returns the outcome of a failure.
-    private func storeRecords(_ records: [String: SyncRecord]?, version: UInt64) -> Outcome? {
+    private func storeRecords(_ records: [String: SyncRecord]?) -> Outcome? {
         let (store, toStore) = lock.withLock { (recordStore, records ?? ledger.recordsToStore()) }
         guard let store, let toStore else { return nil }
         do {

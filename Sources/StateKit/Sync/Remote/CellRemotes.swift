@@ -13,6 +13,13 @@
 /// since they are saved under one storage key: two stores would overwrite each other's records.
 /// Their names stay unique among the containers alive at once.
 ///
+/// Across processes (storage shared across processes), only the key's sender hands changes to a
+/// destination's pipeline (``RemoteSenderLock``); the other processes' changes reach it through
+/// the file, which its watcher sees as changes made outside. A process that takes the sender lock
+/// (at launch, or at a change once the sender is gone) first adopts the sync records the previous
+/// sender stored, off the writer's thread, and holds its hand-offs back until then: its sink then
+/// sends conditionally on the newest agreement, not on what it knew when it last sent.
+///
 /// `creation` serialises the containers' setup (held across a synced container's init, never
 /// while a cell's lock is held); `lock` guards the rest, and is never held while calling out.
 ///
@@ -41,7 +48,21 @@ final class CellRemotes<Value: Sendable>: @unchecked Sendable {
     /// Weak: the channels keep it; one made again later finds the cell's ledger as it was.
     private weak var store: SyncRecordStore?
     /// Whether this process sends the key, when its storage is shared across processes.
-    let sender: RemoteSenderLock?
+    private let sender: RemoteSenderLock?
+    /// How far this process is in sending the key, when its storage is shared across processes.
+    private enum Sending {
+        /// Another process sends, or none has changed the key yet.
+        case no
+        /// The sender lock is taken and the previous sender's records are being adopted; these
+        /// hand-offs wait for that.
+        case takingOver([@Sendable () -> Void])
+        case yes
+    }
+    /// Guards `sending`; held while the waiting hand-offs run, so that none overtakes them.
+    private let sendingLock = Lock()
+    private var sending = Sending.no
+    /// What a change's hand-off does, for ``handOn(_:)``.
+    private enum HandOff { case now, later, takeOver }
 
     init(key: String, storage: any StateStorage, cell: StoredValue<Value>) {
         self.key = key
@@ -71,7 +92,8 @@ final class CellRemotes<Value: Sendable>: @unchecked Sendable {
                 return name
             }
             let isNew = store == nil
-            let records = store ?? SyncRecordStore(key: key, storage: storage, names: [], cell: cell)
+            let records =
+                store ?? SyncRecordStore(key: key, storage: storage, names: [], cell: cell, sender: sender)
             store = records
             records.include(claimed.compactMap { $0 })
             return (claimed, records, isNew)
@@ -94,17 +116,79 @@ final class CellRemotes<Value: Sendable>: @unchecked Sendable {
         cell: MonitoredState<Value>, instance: String?
     ) {
         let takesRemote = pipeline.log != nil
-        let sender = self.sender
         let subscription = cell.addSubscriber(
             queue: nil,
-            handler: .change { change in
-                guard takesRemote || change.origin != .remote, sender?.isSender ?? true else { return }
-                pipeline.enqueue(instance == nil ? change : change.made(by: instance))
+            handler: .change { [weak self] change in
+                guard takesRemote || change.origin != .remote, let self else { return }
+                let change = instance == nil ? change : change.made(by: instance)
+                guard self.sender != nil else { return pipeline.enqueue(change) }
+                self.handOn { pipeline.enqueue(change) }
             },
             sendsCurrentValue: false
         )
         lock.withLock {
             remotes[destination] = Remote(pipeline: pipeline, channel: channel, subscription: subscription, users: 1)
+        }
+    }
+
+    /// Whether this process sends the key: without sharing across processes, always; otherwise it
+    /// holds the sender lock, or takes it now and adopts the previous sender's records on this
+    /// thread (a container's launch, which reads storage anyway).
+    func takeOverNow() -> Bool {
+        guard let sender else { return true }
+        let isNew: Bool? = sendingLock.withLock {
+            guard case .no = sending else { return false }
+            guard sender.tryLock() else { return nil }
+            sending = .takingOver([])
+            return true
+        }
+        guard let isNew else { return false }
+        if isNew { finishTakingOver() }
+        return true
+    }
+
+    /// Returns once a takeover under way has handed on what waited for it.
+    func takeoverFinished() async {
+        guard sender != nil else { return }
+        await withCheckedContinuation { continuation in
+            RemoteSenderLock.takeOverQueue.async { continuation.resume() }
+        }
+    }
+
+    /// Runs `enqueue`, a change's hand-off to a shared pipeline, if this process sends the key: at
+    /// once when it does; once the takeover is done when it takes the sender lock now; never while
+    /// another process holds it.
+    private func handOn(_ enqueue: @escaping @Sendable () -> Void) {
+        guard let sender else { return enqueue() }
+        let step: HandOff = sendingLock.withLock {
+            switch sending {
+            case .yes:
+                return .now
+            case .takingOver(let waiting):
+                sending = .takingOver(waiting + [enqueue])
+                return .later
+            case .no:
+                guard sender.tryLock() else { return .later }
+                sending = .takingOver([enqueue])
+                return .takeOver
+            }
+        }
+        switch step {
+        case .now: enqueue()
+        case .takeOver: RemoteSenderLock.takeOverQueue.async { self.finishTakingOver() }
+        case .later: break
+        }
+    }
+
+    /// Adopts the records the previous sender stored, then hands on what waited for that.
+    private func finishTakingOver() {
+        lock.withLock { store }?.adoptSendersRecords()
+        sendingLock.withLock {
+            sender?.startSending()
+            if case .takingOver(let waiting) = sending {
+                for enqueue in waiting { enqueue() }
+            }
+            sending = .yes
         }
     }
 

@@ -172,6 +172,19 @@ public final class RemoteChannel<Value: Sendable>: @unchecked Sendable {
         records.record(recordName)
     }
 
+    /// Notes, before the sink writes `data` (encoded as the sink encodes values) to its server,
+    /// that it is sending it, when the key's storage is shared across processes; otherwise
+    /// returns at once.
+    ///
+    /// Across processes one process at a time sends a key (its sender). If it dies after the write
+    /// reached the server and before its agreement was recorded, the process that takes over finds
+    /// `data` in ``syncRecord`` (``SyncRecord/sending``): a server holding those bytes holds the
+    /// key's own value, which the new sender may write over without a conflict.
+    public func recordSending(_ data: Data) async {
+        guard records.notesSending else { return }
+        await records.sending(recordName, data: data)
+    }
+
     /// Records that the server now holds `base` (encoded as the sink encodes values) under
     /// `validator`, as of the container's `version`: local changes made after that version stay
     /// unsent.

@@ -12,25 +12,23 @@ import Musl
 /// shared across processes (``FileStateStorage/isSharedAcrossProcesses``): the one holding an
 /// exclusive `flock` on `.<file>.sender.lock` beside the key's file.
 ///
-/// Each process's ``CellRemotes`` asks ``isSender`` before it hands a change to a shared
-/// destination's pipeline (and before a launch sends unsent changes). The first to ask takes the
-/// lock without waiting and keeps it for as long as its cell lives; the others hand nothing on,
-/// so no two processes ever send conditional writes that conflict with each other. Their changes
-/// reach the server through the file: the sender's watcher sees them as changes made outside,
-/// which it sends like its own. When the sender's cell goes or its process dies, the lock is
-/// released, and the next process to see a change (its own, or another's through the file) takes
-/// it over. That process's sink still holds the validator it last knew, so its first write may be
-/// refused once (a conflict its policy resolves): the agreement the previous sender recorded is
-/// not handed over.
+/// The lock itself; ``CellRemotes`` decides when to take it and what taking it over involves
+/// (adopting the records the previous sender left). Held for as long as this object lives; the
+/// kernel releases it when the process dies.
 ///
 /// When the lock file cannot be opened (a read-only directory), every process sends, as without
 /// sharing.
 ///
 /// - Note: All operations on `RemoteSenderLock` are thread-safe.
 final class RemoteSenderLock: Sendable {
+    /// Where a process that takes the lock reads the previous sender's records: off the writers'
+    /// threads.
+    static let takeOverQueue = DispatchQueue(label: "StateKit.sender-takeover", qos: .utility)
+
     private let path: String
-    /// The lock file, opened on first use, and whether this process holds its lock.
-    private let state = LockedBox<(descriptor: Int32, isHeld: Bool)>((-1, false))
+    /// The lock file, opened on first use; whether this process holds its lock; whether it sends
+    /// (it holds the lock and adopted what the previous sender left).
+    private let state = LockedBox<(descriptor: Int32, isHeld: Bool, isSending: Bool)>((-1, false, false))
 
     /// The sender lock of `key`, or `nil` unless `storage` is file storage shared across processes.
     init?(key: String, storage: any StateStorage) {
@@ -45,16 +43,35 @@ final class RemoteSenderLock: Sendable {
         }
     }
 
-    /// Whether this process sends the key's changes: it holds the lock, or takes it now, without
-    /// waiting.
-    var isSender: Bool {
+    /// Whether this process holds the lock; takes nothing.
+    var isHeld: Bool {
+        state.withLock { $0.isHeld }
+    }
+
+    /// Whether this process sends: it holds the lock, and adopted the records the previous sender
+    /// left. Only then does it write the key's sync record.
+    var isSending: Bool {
+        state.withLock { $0.isSending }
+    }
+
+    /// The records the previous sender left are adopted: this process sends from now on.
+    func startSending() {
+        state.withLock { $0.isSending = true }
+    }
+
+    /// Takes the lock without waiting, unless this process holds it; returns whether it holds it
+    /// now.
+    func tryLock() -> Bool {
         state.withLock { state in
             if state.isHeld { return true }
             if state.descriptor < 0 {
                 try? FileManager.default.createDirectory(
                     atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
                 state.descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-                guard state.descriptor >= 0 else { return true }
+                guard state.descriptor >= 0 else {
+                    state.isHeld = true
+                    return true
+                }
             }
             state.isHeld = flock(state.descriptor, LOCK_EX | LOCK_NB) == 0
             return state.isHeld

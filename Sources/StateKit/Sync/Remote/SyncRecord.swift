@@ -17,11 +17,18 @@ public struct SyncRecord: Sendable, Codable, Equatable {
     public var validator: String?
     /// Whether the container holds local changes the server has not taken.
     public var hasUnsentChanges: Bool
+    /// The value being sent when the record was stored, until the answer's agreement replaces
+    /// it; noted only for a key whose storage is shared across processes
+    /// (``RemoteChannel/recordSending(_:)``). A process that takes over sending the key after the
+    /// sender died finds it here: a server holding it holds the key's own value, not another
+    /// writer's.
+    public var sending: Data?
 
     /// Creates a record.
-    public init(base: Data? = nil, validator: String? = nil, hasUnsentChanges: Bool = false) {
+    public init(base: Data? = nil, validator: String? = nil, hasUnsentChanges: Bool = false, sending: Data? = nil) {
         self.base = base
         self.validator = validator
         self.hasUnsentChanges = hasUnsentChanges
+        self.sending = sending
     }
 }

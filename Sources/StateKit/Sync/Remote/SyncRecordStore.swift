@@ -12,6 +12,9 @@ import Foundation
 /// agreed on is saved. No write runs on the writer's thread or under a container's lock: the
 /// ledger's holder stores the records on the cell's queue, and ``flush()`` awaits it.
 ///
+/// Across processes, only the key's sender writes the records (``RemoteSenderLock``); a process
+/// that takes over reads what the previous one stored (``adoptSendersRecords()``).
+///
 /// Without storage (a container that does not persist, and has no outbox) the records live in
 /// memory.
 final class SyncRecordStore: @unchecked Sendable {
@@ -30,16 +33,32 @@ final class SyncRecordStore: @unchecked Sendable {
     /// container's own. Kept alive by this store, so that a channel still delivering a released
     /// container's changes reads and records its agreements in the one ledger.
     private let ledger: any LedgerHost
+    /// The key's sender lock, when its storage is shared across processes: only the sender writes
+    /// the records (the others' would overwrite its agreements with older ones).
+    private let sender: RemoteSenderLock?
 
     /// Loads the records `names` of `key` from `storage` into the ledger of `cell` (or a ledger of
     /// its own when `nil`); records that cannot be read are reported and taken as "everything
-    /// unsent", so that nothing local is lost for want of them.
-    init(key: String, storage: (any StateStorage)?, names: [String], cell: (any LedgerHost)? = nil) {
+    /// unsent", so that nothing local is lost for want of them. With a `sender` (storage shared
+    /// across processes) every record is taken as unsent: the stored value may hold another
+    /// process's change that no sender has sent.
+    init(
+        key: String, storage: (any StateStorage)?, names: [String], cell: (any LedgerHost)? = nil,
+        sender: RemoteSenderLock? = nil
+    ) {
         self.key = key
         self.storage = storage
+        self.sender = sender
         let ledger = cell ?? StandaloneLedger(key: key)
         self.ledger = ledger
-        let found = Self.load(key: key, from: storage)
+        var found = Self.load(key: key, from: storage)
+        if sender != nil {
+            found = found?.mapValues { record in
+                var unsent = record
+                unsent.hasUnsentChanges = true
+                return unsent
+            }
+        }
         ledger.withLedger { ledger in
             ledger.loaded(found)
             ledger.include(names)
@@ -62,6 +81,13 @@ final class SyncRecordStore: @unchecked Sendable {
                     error: error))
             return nil
         }
+    }
+
+    /// This process takes over sending the key (storage shared across processes): reads the
+    /// records the previous sender stored into the ledger, the newest agreements there are.
+    func adoptSendersRecords() {
+        let found = Self.load(key: key, from: storage)
+        ledger.withLedger { $0.tookOverSending(found) }
     }
 
     /// Adds the records `names` that it does not hold yet (a container that joined the key's
@@ -95,6 +121,22 @@ final class SyncRecordStore: @unchecked Sendable {
         }
     }
 
+    /// Whether the record `name` notes each value before it is sent
+    /// (``RemoteChannel/recordSending(_:)``): the key's storage is shared across processes.
+    var notesSending: Bool {
+        sender != nil
+    }
+
+    /// Notes that `data` is about to be sent under the record `name`, and returns once that is
+    /// stored (or failed); only the key's sender writes it.
+    func sending(_ name: String, data: Data) async {
+        guard sender?.isSending == true else { return }
+        if ledger.withLedger({ $0.sending(name, data: data) }) {
+            ledger.storeLedgerSoon()
+            await ledger.flushLedger()
+        }
+    }
+
     /// Returns once the records the ledger said to store before the call are stored (or failed).
     func flush() async {
         await ledger.flushLedger()
@@ -102,7 +144,7 @@ final class SyncRecordStore: @unchecked Sendable {
 
     /// Writes `records` to storage; called by the ledger's holder on the cell's queue.
     func write(_ records: [String: SyncRecord]) throws {
-        guard let storage else { return }
+        guard let storage, sender?.isSending ?? true else { return }
         let data = try JSONEncoder().encode(Stored(records: records))
         try storage.save(data, forKey: Self.storageKey(for: key))
     }
