@@ -63,6 +63,28 @@ import Darwin
         return try JSONDecoder().decode(Value.self, from: data)
     }
 
+    /// A key move takes the locks of the key and its earlier keys: moving away, again and again, a
+    /// key that another process keeps incrementing neither loses nor repeats an increment (what the
+    /// moves took plus what the key holds at the end is every increment).
+    @Test func keyMovesRacingAnotherProcessLoseNoIncrement() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let key = uniqueKey()
+        let increments = 3_000
+        let child = try #require(try startTogether(1, "shared-increment", directory, key) { _ in ["\(increments)"] }.first)
+        var moved = 0
+        var moves = 0
+        while child.process.isRunning {
+            moves += 1
+            moved += PersistedState(0, key: "\(key)-moved-\(moves)", storage: shared(directory), previousKeys: [key]).value
+        }
+        let done = try #require(child.nextLine(startingWith: "done"))
+        #expect(Int(done.dropFirst("done ".count)) != nil)
+        #expect(moves > 1)
+        let left = try stored(Int.self, directory, key) ?? 0
+        #expect(moved + left == increments, "\(moves) moves took \(moved), the key holds \(left)")
+    }
+
     @Test func fourProcessesIncrementingLoseNoIncrement() async throws {
         let directory = TemporaryDirectory()
         defer { directory.cleanUp() }
