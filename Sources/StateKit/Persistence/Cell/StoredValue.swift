@@ -135,6 +135,11 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
     /// this one's from the save to the read (see the type's lock order), so no save of theirs
     /// lands in between.
     ///
+    /// In storage shared across processes the keys' locks (``SharedKeyLock``) are taken first, this
+    /// key's and the earlier keys', so that no other process writes any of them while the move
+    /// and the load run (a move that raced another process's `modify` of the earlier key would
+    /// lose or repeat it), nor while bytes that do not decode are kept aside.
+    ///
     /// The live values are looked up before the locks are taken; if the registry took in a value
     /// meanwhile (it may hold an earlier key, and may even have loaded it), the locks are let go
     /// and the look-up done again. A value of an earlier key made while the move runs is not
@@ -150,6 +155,9 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
             attempts += 1
             let registrations = registry.registrations
             liveValues = liveValuesOfPreviousKeys()
+            let keyLocks = keyLocksForLoad(liveValues)
+            for keyLock in keyLocks { keyLock.lock() }
+            defer { for keyLock in keyLocks.reversed() { keyLock.unlock() } }
             let lockOrder = ([self] + liveValues.values).sorted { ObjectIdentifier($0) < ObjectIdentifier($1) }
             result = Self.withIOLocks(of: lockOrder[...]) {
                 guard !isLoaded else { return (nil, [], false) }
@@ -158,8 +166,8 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
                     return nil
                 }
                 isLoaded = true
-                let (moveFailure, afterMove) = moveFromPreviousKeys(throughLiveValues: liveValues)
-                let (loaded, outcome) = loadInitialValue()
+                let (moveFailure, afterMove) = moveFromPreviousKeys(throughLiveValues: liveValues, keyLocks: keyLocks)
+                let (loaded, outcome) = loadInitialValue(keyLocks: keyLocks)
                 cell.lock.withLock { cell.storedValue = loaded }
                 watchToken = codec.watch { [weak self] in self?.storageMayHaveChanged() }
                 return (outcome ?? moveFailure, afterMove, true)
@@ -185,6 +193,27 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
             found[previous.key] = live
         }
         return found
+    }
+
+    /// The key locks a load takes first when the storage is shared across processes: this key's and
+    /// its earlier keys' (a live value's own, where one is installed), in the order of their paths,
+    /// so that two processes' loads never wait for each other in a cycle.
+    private func keyLocksForLoad(_ liveValues: [String: any LiveStoredValue]) -> [SharedKeyLock] {
+        guard let path = codec.sharedLockPath else { return [] }
+        var locks = [sharedKeyLock.current ?? SharedKeyLock(path: path)]
+        for previous in previousCodecs {
+            guard let path = previous.codec.sharedLockPath, !locks.contains(where: { $0.path == path }) else {
+                continue
+            }
+            locks.append(liveValues[previous.key]?.installedKeyLock ?? SharedKeyLock(path: path))
+        }
+        return locks.sorted { $0.path < $1.path }
+    }
+
+    /// Advances the generation of each of `keyLocks`, held, before a load changes what a key's
+    /// file holds (see ``SharedKeyLock``).
+    private static func advanceGenerations(_ keyLocks: [SharedKeyLock]) {
+        for keyLock in keyLocks { _ = keyLock.advanceGeneration() }
     }
 
     /// Runs `body` holding the `ioLock` of each of `values`, taken in their order.
@@ -435,7 +464,7 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
     ///   publishing the live values' saves, and writing what their emptied keys now hold into
     ///   their cells.
     private func moveFromPreviousKeys(
-        throughLiveValues liveValues: [String: any LiveStoredValue]
+        throughLiveValues liveValues: [String: any LiveStoredValue], keyLocks: [SharedKeyLock]
     ) -> (Outcome?, [() -> Void]) {
         guard !previousCodecs.isEmpty else { return (nil, []) }
         var afterUnlocking: [() -> Void] = []
@@ -449,6 +478,7 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
                     guard isSaved else { throw EarlierValueNotSaved(key: previous.key) }
                 }
                 guard let representation = try previous.codec.load() else { continue }
+                Self.advanceGenerations(keyLocks)
                 if !hasValue {
                     try codec.store(representation)
                     hasValue = true
@@ -484,6 +514,11 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
         return (isSaved, { self.publish(outcome, ticket: ticket) })
     }
 
+    /// The key's lock, once its writes take it (``shareAcrossProcesses(in:)``).
+    var installedKeyLock: SharedKeyLock? {
+        sharedKeyLock.current
+    }
+
     /// Reads the key now, and writes what it holds into the cell if that is an outside change.
     func storageMayHaveChangedNow() {
         checkStorage(isSettled: false)
@@ -505,24 +540,25 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
 
     /// The stored value, or the default when there is none, or none that can be used (reported,
     /// and the data moved aside: if it cannot be, nothing is saved, so it is not overwritten).
-    private func loadInitialValue() -> (Value, Outcome?) {
+    /// `keyLocks` are held (storage shared across processes).
+    private func loadInitialValue(keyLocks: [SharedKeyLock]) -> (Value, Outcome?) {
         let representation: StoredRepresentation
         do {
             guard let stored = try codec.load() else { return (defaultValue, nil) }
             representation = stored
         } catch {
-            return (defaultValue, setAsideAtLoad(error: error, reading: true))
+            return (defaultValue, setAsideAtLoad(error: error, reading: true, keyLocks: keyLocks))
         }
         do {
             let loaded = try codec.decode(representation)
             knownFingerprint = representation.fingerprint
             return (loaded, nil)
         } catch {
-            return (defaultValue, setAsideAtLoad(error: error, reading: false))
+            return (defaultValue, setAsideAtLoad(error: error, reading: false, keyLocks: keyLocks))
         }
     }
 
-    private func setAsideAtLoad(error: any Error, reading: Bool) -> Outcome {
+    private func setAsideAtLoad(error: any Error, reading: Bool, keyLocks: [SharedKeyLock]) -> Outcome {
         let kind: StateDiagnostic.Kind = reading ? .storageFailed : .decodingFailed
         let problem =
             reading
@@ -530,6 +566,7 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
             : "the value stored in \(codec.location) does not decode as \(Value.self): "
                 + StoredValueRecovery.describe(error)
         do {
+            Self.advanceGenerations(keyLocks)
             let asideKey = try codec.moveAside()
             return Outcome(
                 loadError: .some(error),

@@ -130,6 +130,10 @@ protocol LiveStoredValue: AnyObject, Sendable {
     /// cell, as one outside change.
     func storageChangedLocked() -> () -> Void
 
+    /// The lock of its key that its writes take, when its storage is shared across processes and
+    /// it is installed.
+    var installedKeyLock: SharedKeyLock? { get }
+
     /// Reads the key now (not after the watcher's delay), and writes what it holds into the cell
     /// if that is a change made outside it; called with no lock held.
     func storageMayHaveChangedNow()

@@ -35,6 +35,8 @@ struct StoredValueCodec<Value>: Sendable {
     var watch: @Sendable (_ onChange: @escaping @Sendable () -> Void) -> AnyObject?
     /// Where the key lives, for diagnostics.
     var location: String
+    /// The key's lock file (``SharedKeyLock``), when its storage is shared across processes.
+    var sharedLockPath: String? = nil
 }
 
 extension StoredValueCodec where Value: Codable & Sendable {
@@ -72,7 +74,10 @@ extension StoredValueCodec where Value: Codable & Sendable {
                 return asideKey
             },
             watch: { onChange in watcher?.watch(key: key, onChange: onChange) },
-            location: storage.location
+            location: storage.location,
+            sharedLockPath: (storage as? FileStateStorage).flatMap {
+                $0.isSharedAcrossProcesses ? $0.lockFileURL(forKey: key).path : nil
+            }
         )
     }
 }
