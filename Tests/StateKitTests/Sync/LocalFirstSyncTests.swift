@@ -83,21 +83,6 @@ import FoundationNetworking
 
     // MARK: Helpers
 
-    /// Runs `body` with a fresh server of `kind` and a fresh directory, or skips (loudly) when the
-    /// server is not installed.
-    private func with(
-        _ kind: RealHTTPServer.Kind, _ body: (RealHTTPServer, URL) async throws -> Void
-    ) async throws {
-        guard let server = try await RealHTTPServer.start(kind) else { return }
-        let directory = TemporaryDirectory()
-        defer {
-            server.stop()
-            directory.cleanUp()
-        }
-        try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
-        try await body(server, directory.url)
-    }
-
     /// An `HTTPSyncSink` to `url` over `network`. Online it retries fast and gives up after three
     /// attempts; offline it pauses (as by default) and, once its container is released, stops after
     /// a short drain.
@@ -279,7 +264,7 @@ import FoundationNetworking
 
     @Test(arguments: RealHTTPServer.Kind.allCases)
     func aFirstLaunchLoadsTheServersValueAsARemoteChangeAndTheNextOneGetsA304(kind: RealHTTPServer.Kind) async throws {
-        try await with(kind) { server, directory async throws in
+        try await RealHTTPServer.with(kind) { server, directory async throws in
             let url = server.resource()
             let key = uniqueKey()
             try await otherDeviceWrites(Self.green, server, url)
@@ -322,7 +307,7 @@ import FoundationNetworking
 
     @Test(arguments: RealHTTPServer.Kind.allCases)
     func anOfflineEditIsSentOnTheRememberedETagAtTheNextLaunch(kind: RealHTTPServer.Kind) async throws {
-        try await with(kind) { server, directory async throws in
+        try await RealHTTPServer.with(kind) { server, directory async throws in
             let url = server.resource()
             let key = uniqueKey()
             let tealETag = try await syncTeal(server, url, key, directory)
@@ -343,7 +328,7 @@ import FoundationNetworking
     func serverWinsOverAnOfflineEditTakesTheOtherDevicesValueAndReportsTheDiscard(
         kind: RealHTTPServer.Kind
     ) async throws {
-        try await with(kind) { server, directory async throws in
+        try await RealHTTPServer.with(kind) { server, directory async throws in
             let url = server.resource()
             let key = uniqueKey()
             _ = try await syncTeal(server, url, key, directory)
@@ -371,7 +356,7 @@ import FoundationNetworking
 
     @Test(arguments: RealHTTPServer.Kind.allCases)
     func flushReturnsAfterTheLoadAtStartSoTheValueIsTheServers(kind: RealHTTPServer.Kind) async throws {
-        try await with(kind) { server, directory async throws in
+        try await RealHTTPServer.with(kind) { server, directory async throws in
             let url = server.resource()
             try await otherDeviceWrites(Self.green, server, url)
             // A short-lived process: launch, flush, read, exit; no refresh().
@@ -384,7 +369,7 @@ import FoundationNetworking
 
     @Test(arguments: RealHTTPServer.Kind.allCases)
     func flushWithTimeoutSaysTrueOnlyWhenTheStatusReadRightAfterIsSynced(kind: RealHTTPServer.Kind) async throws {
-        try await with(kind) { server, directory async throws in
+        try await RealHTTPServer.with(kind) { server, directory async throws in
             let merge = SyncConflictPolicy<Paint>.merge { _, local, remote in
                 Paint(color: "\(local.color) over \(remote.color)")
             }
@@ -408,7 +393,7 @@ import FoundationNetworking
 
     @Test(arguments: RealHTTPServer.Kind.allCases)
     func mergeOfAnOfflineEditGetsTheTrueBaseAndTheMergeReachesTheServer(kind: RealHTTPServer.Kind) async throws {
-        try await with(kind) { server, directory async throws in
+        try await RealHTTPServer.with(kind) { server, directory async throws in
             let url = server.resource()
             let key = uniqueKey()
             _ = try await syncTeal(server, url, key, directory)
@@ -440,7 +425,7 @@ import FoundationNetworking
     func anEditLoggedInAnOutboxOfAKilledProcessReachesTheServerAtTheNextLaunch(
         kind: RealHTTPServer.Kind
     ) async throws {
-        try await with(kind) { server, directory async throws in
+        try await RealHTTPServer.with(kind) { server, directory async throws in
             let url = server.resource()
             let key = uniqueKey()
             let outbox = directory.appending(path: "paint.outbox")
@@ -463,7 +448,7 @@ import FoundationNetworking
 
     @Test(arguments: RealHTTPServer.Kind.allCases)
     func anOutboxedEditOfAContainerWithoutStorageIsSentOnTheRememberedETag(kind: RealHTTPServer.Kind) async throws {
-        try await with(kind) { server, directory async throws in
+        try await RealHTTPServer.with(kind) { server, directory async throws in
             let url = server.resource()
             let key = uniqueKey()
             let outbox = directory.appending(path: "paint.outbox")
@@ -492,7 +477,7 @@ import FoundationNetworking
 
     @Test(arguments: RealHTTPServer.Kind.allCases)
     func anOutboxedEditWhoseContainerIsReleasedBeforeItsRetryIsSentByTheRetry(kind: RealHTTPServer.Kind) async throws {
-        try await with(kind) { server, directory async throws in
+        try await RealHTTPServer.with(kind) { server, directory async throws in
             let url = server.resource()
             let key = uniqueKey()
             let outbox = directory.appending(path: "paint.outbox")
@@ -519,7 +504,7 @@ import FoundationNetworking
     /// though the record the first launch left says unsent.
     @Test(arguments: RealHTTPServer.Kind.allCases)
     func aPersistedEditWhoseContainerIsReleasedBeforeItsRetryIsSentOnce(kind: RealHTTPServer.Kind) async throws {
-        try await with(kind) { server, directory async throws in
+        try await RealHTTPServer.with(kind) { server, directory async throws in
             let url = server.resource()
             let key = uniqueKey()
             let tealETag = try await syncTeal(server, url, key, directory)
@@ -544,7 +529,7 @@ import FoundationNetworking
 
     @Test(arguments: RealHTTPServer.Kind.allCases)
     func anUnsentMarkBesideAnEmptyOutboxIsNoEditOfTheUsers(kind: RealHTTPServer.Kind) async throws {
-        try await with(kind) { server, directory async throws in
+        try await RealHTTPServer.with(kind) { server, directory async throws in
             let url = server.resource()
             let key = uniqueKey()
             let outbox = directory.appending(path: "paint.outbox")
@@ -577,7 +562,7 @@ import FoundationNetworking
 
     @Test(arguments: killPoints)
     func aKillAtAnyStepOfASyncLosesNothingAtTheNextLaunch(kind: RealHTTPServer.Kind, step: KillStep) async throws {
-        try await with(kind) { server, directory async throws in
+        try await RealHTTPServer.with(kind) { server, directory async throws in
             let url = server.resource()
             let key = uniqueKey()
             let child = try await SinksHelper.launch([

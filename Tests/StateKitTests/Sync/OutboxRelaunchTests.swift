@@ -28,68 +28,65 @@ import FoundationNetworking
     func aRelaunchAfterAKillWhileWritingStartsFromTheLoggedValueAndConverges(
         kind: RealHTTPServer.Kind, policy: Policy, persisted: Bool
     ) async throws {
-        guard let server = try await RealHTTPServer.start(kind) else { return }
-        let directory = TemporaryDirectory()
-        defer {
-            server.stop()
-            directory.cleanUp()
-        }
-        try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
-        let url = server.resource()
-        let key = uniqueKey("counter")
-        let outbox = directory.url.appending(path: "counter.outbox")
-        let storage = directory.url.appending(path: "values")
+        try await RealHTTPServer.with(kind) { server, directory in
+            let url = server.resource()
+            let key = uniqueKey("counter")
+            let outbox = directory.appending(path: "counter.outbox")
+            let storage = directory.appending(path: "values")
 
-        let child = try await SinksHelper.launch(
-            [
-                "sync-count", outbox.path, key, url.absoluteString, policy.rawValue,
-                server.headers["Authorization"] ?? "-",
-            ] + (persisted ? [storage.path] : []))
-        #expect(child.firstLine == "counting from 0")
-        // Killed while it writes, once the server holds some of its changes.
-        var reached = 0
-        let deadline = ContinuousClock.now + .seconds(30)
-        while reached < 100 && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-            // The child keeps writing: on a busy machine every retry of a read may race a PUT
-            // and come back cut short. That is no answer yet; poll again.
-            if let value = try? await serverValue(server, url) { reached = value }
-        }
-        await child.kill()
-        #expect(reached >= 100, "the server never held 100")
-        // A kill in the middle of a PUT may leave wsgidav holding the part of the body it got.
-        var heldAtTheKill = 0
-        var tornAtTheKill = false
-        do {
-            heldAtTheKill = try await serverValue(server, url) ?? 0
-        } catch {
-            tornAtTheKill = true
-        }
+            let child = try await SinksHelper.launch(
+                [
+                    "sync-count", outbox.path, key, url.absoluteString, policy.rawValue,
+                    server.headers["Authorization"] ?? "-",
+                ] + (persisted ? [storage.path] : []))
+            #expect(child.firstLine == "counting from 0")
+            // Killed while it writes, once the server holds some of its changes.
+            var reached = 0
+            let deadline = ContinuousClock.now + .seconds(30)
+            while reached < 100 && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+                // The child keeps writing: on a busy machine every retry of a read may race a PUT
+                // and come back cut short. That is no answer yet; poll again.
+                if let value = try? await server.value(Int.self, at: url) { reached = value }
+            }
+            await child.kill()
+            #expect(reached >= 100, "the server never held 100")
+            // A kill in the middle of a PUT may leave wsgidav holding the part of the body it got.
+            var heldAtTheKill = 0
+            var tornAtTheKill = false
+            do {
+                heldAtTheKill = try await server.value(Int.self, at: url) ?? 0
+            } catch {
+                tornAtTheKill = true
+            }
 
-        let sinks: [any StateSink<Int>] = [DurableOutbox(fileURL: outbox, wrapping: sink(server, url, policy))]
-        let state =
-            persisted
-            ? SyncedState(0, key: key, storage: .file(storage), sinks: sinks) : SyncedState(0, key: key, sinks: sinks)
-        let restored = state.value
-        #expect(restored >= heldAtTheKill, "the relaunch started from \(restored), the server held \(heldAtTheKill)")
-        #expect(state.version >= UInt64(restored))
-        if tornAtTheKill && policy == .serverWins {
-            // Nothing there to take, and .serverWins does not write over it: the relaunch keeps
-            // its value and says why it is not synced (.clientWins writes over it, below).
-            #expect(await state.flush(timeout: .seconds(5)) == false)
-            #expect(state.value == restored)
-            #expect(state.syncStatus.value.lastError != nil)
-            return
-        }
-        #expect(await state.flush(timeout: .seconds(20)))
-        let held = try await serverValue(server, url)
-        #expect(held == state.value, "diverged: the server holds \(held ?? -1), the container \(state.value)")
-        #expect(held != 0, "the default value reached the server")
-        #expect((held ?? 0) >= heldAtTheKill)
-        if policy == .clientWins { #expect(held == restored) }
-        if persisted {
-            let stored = try #require(try FileStateStorage.file(storage).load(forKey: key))
-            #expect(try JSONDecoder().decode(Int.self, from: stored) == state.value, "storage diverged")
+            let sinks: [any StateSink<Int>] = [DurableOutbox(fileURL: outbox, wrapping: sink(server, url, policy))]
+            let state =
+                persisted
+                ? SyncedState(0, key: key, storage: .file(storage), sinks: sinks)
+                : SyncedState(0, key: key, sinks: sinks)
+            let restored = state.value
+            #expect(
+                restored >= heldAtTheKill, "the relaunch started from \(restored), the server held \(heldAtTheKill)")
+            #expect(state.version >= UInt64(restored))
+            if tornAtTheKill && policy == .serverWins {
+                // Nothing there to take, and .serverWins does not write over it: the relaunch keeps
+                // its value and says why it is not synced (.clientWins writes over it, below).
+                #expect(await state.flush(timeout: .seconds(5)) == false)
+                #expect(state.value == restored)
+                #expect(state.syncStatus.value.lastError != nil)
+                return
+            }
+            #expect(await state.flush(timeout: .seconds(20)))
+            let held = try await server.value(Int.self, at: url)
+            #expect(held == state.value, "diverged: the server holds \(held ?? -1), the container \(state.value)")
+            #expect(held != 0, "the default value reached the server")
+            #expect((held ?? 0) >= heldAtTheKill)
+            if policy == .clientWins { #expect(held == restored) }
+            if persisted {
+                let stored = try #require(try FileStateStorage.file(storage).load(forKey: key))
+                #expect(try JSONDecoder().decode(Int.self, from: stored) == state.value, "storage diverged")
+            }
         }
     }
 
@@ -104,15 +101,4 @@ import FoundationNetworking
 
     /// What the server holds. Wsgidav serves a file while a PUT rewrites it, so a read that races
     /// one may come back cut short: it is read again.
-    private func serverValue(_ server: RealHTTPServer, _ url: URL) async throws -> Int? {
-        for attempt in 1... {
-            do {
-                let (status, body, _) = try await server.request("GET", url)
-                return status == 200 ? try JSONDecoder().decode(Int.self, from: body) : nil
-            } catch  where attempt < 5 {
-                try await Task.sleep(for: .milliseconds(20))
-            }
-        }
-        return nil
-    }
 }

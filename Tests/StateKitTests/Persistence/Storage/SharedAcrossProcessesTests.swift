@@ -71,12 +71,14 @@ import Darwin
         defer { directory.cleanUp() }
         let key = uniqueKey()
         let increments = 3_000
-        let child = try #require(try startTogether(1, "shared-increment", directory, key) { _ in ["\(increments)"] }.first)
+        let child = try #require(
+            try startTogether(1, "shared-increment", directory, key) { _ in ["\(increments)"] }.first)
         var moved = 0
         var moves = 0
         while child.process.isRunning {
             moves += 1
-            moved += PersistedState(0, key: "\(key)-moved-\(moves)", storage: shared(directory), previousKeys: [key]).value
+            moved +=
+                PersistedState(0, key: "\(key)-moved-\(moves)", storage: shared(directory), previousKeys: [key]).value
         }
         let done = try #require(child.nextLine(startingWith: "done"))
         #expect(Int(done.dropFirst("done ".count)) != nil)

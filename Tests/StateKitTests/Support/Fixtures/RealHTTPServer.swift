@@ -246,3 +246,32 @@ final class RealHTTPServer: @unchecked Sendable {
         return UInt16(bigEndian: address.sin_port)
     }
 }
+
+extension RealHTTPServer {
+    /// Runs `body` with a fresh server of `kind` and a fresh directory, both removed afterwards,
+    /// or skips (loudly) when the server is not installed.
+    static func with(_ kind: Kind, _ body: (RealHTTPServer, URL) async throws -> Void) async throws {
+        guard let server = try await start(kind) else { return }
+        let directory = TemporaryDirectory()
+        defer {
+            server.stop()
+            directory.cleanUp()
+        }
+        try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
+        try await body(server, directory.url)
+    }
+
+    /// What the server holds at `url`, decoded as `Value`; `nil` when it holds nothing. A request
+    /// that fails is tried again, up to 5 times (a server busy beside the whole suite).
+    func value<Value: Decodable>(_ type: Value.Type, at url: URL) async throws -> Value? {
+        for attempt in 1... {
+            do {
+                let (status, body, _) = try await request("GET", url)
+                return status == 200 ? try JSONDecoder().decode(Value.self, from: body) : nil
+            } catch  where attempt < 5 {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        return nil
+    }
+}

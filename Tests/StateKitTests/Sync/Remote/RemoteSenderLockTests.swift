@@ -1,7 +1,8 @@
 import Foundation
-@testable import StateKit
 import StateKitHTTP
 import Testing
+
+@testable import StateKit
 
 #if canImport(Glibc)
 import Glibc
@@ -15,52 +16,47 @@ import Glibc
 
     @Test(arguments: RealHTTPServer.Kind.allCases)
     func twoProcessesSyncingOneKeyNeverSendConflictingWrites(kind: RealHTTPServer.Kind) async throws {
-        guard let server = try await RealHTTPServer.start(kind) else { return }
-        let directory = TemporaryDirectory()
-        defer {
-            server.stop()
-            directory.cleanUp()
-        }
-        try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
-        let url = server.resource()
-        let key = uniqueKey("counter")
-        let perProcess = 150
-        let arguments = [
-            "sync-shared-count", directory.url.path, key, url.absoluteString, "\(perProcess)",
-            server.headers["Authorization"] ?? "-",
-        ]
-        let first = try await SinksHelper.launch(arguments)
-        let second = try await SinksHelper.launch(arguments)
-        #expect(first.firstLine == "ready 0")
-        #expect(second.firstLine == "ready 0")
-        #expect(FileManager.default.createFile(atPath: directory.url.appending(path: "go").path, contents: nil))
+        try await RealHTTPServer.with(kind) { server, directory in
+            let url = server.resource()
+            let key = uniqueKey("counter")
+            let perProcess = 150
+            let arguments = [
+                "sync-shared-count", directory.path, key, url.absoluteString, "\(perProcess)",
+                server.headers["Authorization"] ?? "-",
+            ]
+            let first = try await SinksHelper.launch(arguments)
+            let second = try await SinksHelper.launch(arguments)
+            #expect(first.firstLine == "ready 0")
+            #expect(second.firstLine == "ready 0")
+            #expect(FileManager.default.createFile(atPath: directory.appending(path: "go").path, contents: nil))
 
-        // Both count; whichever sends, the server ends at every increment of both.
-        var held = 0
-        let deadline = ContinuousClock.now + .seconds(60)
-        while held != 2 * perProcess && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(50))
-            held = try await serverValue(server, url) ?? 0
-        }
-        #expect(held == 2 * perProcess)
-        await first.kill()
-        await second.kill()
-        let conflicts = [first, second].flatMap { child in
-            child.diagnostics.split(separator: "\n").filter { $0.hasPrefix("conflict") }
-        }
-        #expect(conflicts.isEmpty, "conflicting writes: \(conflicts.prefix(5))")
+            // Both count; whichever sends, the server ends at every increment of both.
+            var held = 0
+            let deadline = ContinuousClock.now + .seconds(60)
+            while held != 2 * perProcess && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+                held = try await server.value(Int.self, at: url) ?? 0
+            }
+            #expect(held == 2 * perProcess)
+            await first.kill()
+            await second.kill()
+            let conflicts = [first, second].flatMap { child in
+                child.diagnostics.split(separator: "\n").filter { $0.hasPrefix("conflict") }
+            }
+            #expect(conflicts.isEmpty, "conflicting writes: \(conflicts.prefix(5))")
 
-        // A relaunch (this process) takes over sending, from the shared value.
-        let storage = FileStateStorage.file(directory.url, sharedAcrossProcesses: true)
-        let sink = HTTPSyncSink<Int>(endpoint: url, timeout: .seconds(10), conflictPolicy: .serverWins) { request in
-            for (field, value) in server.headers { request.setValue(value, forHTTPHeaderField: field) }
+            // A relaunch (this process) takes over sending, from the shared value.
+            let storage = FileStateStorage.file(directory, sharedAcrossProcesses: true)
+            let sink = HTTPSyncSink<Int>(endpoint: url, timeout: .seconds(10), conflictPolicy: .serverWins) { request in
+                for (field, value) in server.headers { request.setValue(value, forHTTPHeaderField: field) }
+            }
+            let state = SyncedState(0, key: key, storage: storage, sinks: [sink])
+            #expect(await state.flush(timeout: .seconds(20)))
+            #expect(state.value == 2 * perProcess)
+            state.modify { $0 += 1 }
+            #expect(await state.flush(timeout: .seconds(20)))
+            #expect(try await server.value(Int.self, at: url) == 2 * perProcess + 1)
         }
-        let state = SyncedState(0, key: key, storage: storage, sinks: [sink])
-        #expect(await state.flush(timeout: .seconds(20)))
-        #expect(state.value == 2 * perProcess)
-        state.modify { $0 += 1 }
-        #expect(await state.flush(timeout: .seconds(20)))
-        #expect(try await serverValue(server, url) == 2 * perProcess + 1)
     }
 
     /// How the key's sender stops sending in ``senderHandoverSendsNoConflictingWrite(kind:handover:)``.
@@ -77,58 +73,60 @@ import Glibc
     /// conflict, and the server, the file and each process end at every increment.
     @Test(arguments: RealHTTPServer.Kind.allCases, Handover.allCases)
     func senderHandoverSendsNoConflictingWrite(kind: RealHTTPServer.Kind, handover: Handover) async throws {
-        guard let server = try await RealHTTPServer.start(kind) else { return }
-        let directory = TemporaryDirectory()
-        defer {
-            server.stop()
-            directory.cleanUp()
-        }
-        try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
-        let url = server.resource()
-        let key = uniqueKey("relay")
-        let counts = ["a": 100, "b": 300, "c": 300]
-        var children: [String: SinksHelper] = [:]
-        for (name, count) in counts.sorted(by: { $0.key < $1.key }) {
-            let child = try await SinksHelper.launch([
-                "sync-shared-relay", directory.url.path, key, url.absoluteString, "\(count)",
-                server.headers["Authorization"] ?? "-", name,
-            ])
-            #expect(child.firstLine == "ready 0")
-            children[name] = child
-        }
-        let file = { (name: String) in directory.url.appending(path: name).path }
-        // a counts alone and so is the sender; then b and c count, and a sends their changes.
-        #expect(FileManager.default.createFile(atPath: file("go-a"), contents: nil))
-        try await waitUntil("a counted") { FileManager.default.fileExists(atPath: file("counted-a")) }
-        for name in ["b", "c"] { #expect(FileManager.default.createFile(atPath: file("go-\(name)"), contents: nil)) }
-        try await waitUntil("b and c being sent") { try await serverValue(server, url) ?? 0 >= 160 }
-        switch handover {
-        case .exit:
-            #expect(FileManager.default.createFile(atPath: file("stop-a"), contents: nil))
-            await children["a"]?.waitForExit()
-            #expect(children["a"]?.process.terminationStatus == 0)
-        case .kill:
-            await children["a"]?.kill()
-        }
+        try await RealHTTPServer.with(kind) { server, directory in
+            let url = server.resource()
+            let key = uniqueKey("relay")
+            let counts = ["a": 100, "b": 300, "c": 300]
+            var children: [String: SinksHelper] = [:]
+            for (name, count) in counts.sorted(by: { $0.key < $1.key }) {
+                let child = try await SinksHelper.launch([
+                    "sync-shared-relay", directory.path, key, url.absoluteString, "\(count)",
+                    server.headers["Authorization"] ?? "-", name,
+                ])
+                #expect(child.firstLine == "ready 0")
+                children[name] = child
+            }
+            let file = { (name: String) in directory.appending(path: name).path }
+            // a counts alone and so is the sender; then b and c count, and a sends their changes.
+            #expect(FileManager.default.createFile(atPath: file("go-a"), contents: nil))
+            try await waitUntil("a counted") { FileManager.default.fileExists(atPath: file("counted-a")) }
+            for name in ["b", "c"] {
+                #expect(FileManager.default.createFile(atPath: file("go-\(name)"), contents: nil))
+            }
+            try await waitUntil("b and c being sent") { try await server.value(Int.self, at: url) ?? 0 >= 160 }
+            switch handover {
+            case .exit:
+                #expect(FileManager.default.createFile(atPath: file("stop-a"), contents: nil))
+                await children["a"]?.waitForExit()
+                #expect(children["a"]?.process.terminationStatus == 0)
+            case .kill:
+                await children["a"]?.kill()
+            }
 
-        let total = counts.values.reduce(0, +)
-        try await waitUntil("b and c counted") {
-            ["b", "c"].allSatisfy { FileManager.default.fileExists(atPath: file("counted-\($0)")) }
+            let total = counts.values.reduce(0, +)
+            try await waitUntil("b and c counted") {
+                ["b", "c"].allSatisfy { FileManager.default.fileExists(atPath: file("counted-\($0)")) }
+            }
+            try await waitUntil("the server at \(total)") { try await server.value(Int.self, at: url) == total }
+            for name in ["b", "c"] {
+                #expect(FileManager.default.createFile(atPath: file("stop-\(name)"), contents: nil))
+            }
+            for name in ["b", "c"] { await children[name]?.waitForExit() }
+            for name in ["b", "c"] {
+                let final = FileManager.default.contents(atPath: file("final-\(name)")).map {
+                    String(decoding: $0, as: UTF8.self)
+                }
+                #expect(final == "\(total)", "\(name)'s value")
+            }
+            #expect(try await server.value(Int.self, at: url) == total)
+            let stored = PersistedState(
+                0, key: key, storage: FileStateStorage.file(directory, sharedAcrossProcesses: true))
+            #expect(stored.value == total)
+            let conflicts = children.values.flatMap { child in
+                child.diagnostics.split(separator: "\n").filter { $0.hasPrefix("conflict") || $0.contains("HTTP 412") }
+            }
+            #expect(conflicts.isEmpty, "\(conflicts.count) conflicting writes: \(conflicts.prefix(5))")
         }
-        try await waitUntil("the server at \(total)") { try await serverValue(server, url) == total }
-        for name in ["b", "c"] { #expect(FileManager.default.createFile(atPath: file("stop-\(name)"), contents: nil)) }
-        for name in ["b", "c"] { await children[name]?.waitForExit() }
-        for name in ["b", "c"] {
-            let final = FileManager.default.contents(atPath: file("final-\(name)")).map { String(decoding: $0, as: UTF8.self) }
-            #expect(final == "\(total)", "\(name)'s value")
-        }
-        #expect(try await serverValue(server, url) == total)
-        let stored = PersistedState(0, key: key, storage: FileStateStorage.file(directory.url, sharedAcrossProcesses: true))
-        #expect(stored.value == total)
-        let conflicts = children.values.flatMap { child in
-            child.diagnostics.split(separator: "\n").filter { $0.hasPrefix("conflict") || $0.contains("HTTP 412") }
-        }
-        #expect(conflicts.isEmpty, "\(conflicts.count) conflicting writes: \(conflicts.prefix(5))")
     }
 
     /// Only the key's sender writes its sync record: a process that is not the sender never
@@ -139,7 +137,9 @@ import Glibc
         try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
         let key = uniqueKey("record")
         let storage = FileStateStorage.file(directory.url, sharedAcrossProcesses: true)
-        let recordFile = directory.url.appending(path: FileStateStorage.fileName(forKey: SyncRecordStore.storageKey(for: key))).path
+        let recordFile = directory.url.appending(
+            path: FileStateStorage.fileName(forKey: SyncRecordStore.storageKey(for: key))
+        ).path
         // Another process's sender lock: a lock on another open file description of the lock file.
         let lockPath = directory.url.appending(path: ".\(FileStateStorage.fileName(forKey: key)).sender.lock").path
         let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
@@ -174,17 +174,5 @@ import Glibc
             }
             try await Task.sleep(for: .milliseconds(20))
         }
-    }
-
-    private func serverValue(_ server: RealHTTPServer, _ url: URL) async throws -> Int? {
-        for attempt in 1... {
-            do {
-                let (status, body, _) = try await server.request("GET", url)
-                return status == 200 ? try JSONDecoder().decode(Int.self, from: body) : nil
-            } catch  where attempt < 5 {
-                try await Task.sleep(for: .milliseconds(20))
-            }
-        }
-        return nil
     }
 }
