@@ -25,10 +25,9 @@ public struct SyncRecord: Sendable, Codable, Equatable {
     public var sending: Data?
 
     /// Creates a record.
-    public init(base: Data? = nil, validator: String? = nil, hasUnsentChanges: Bool = false, sending: Data? = nil) {
+    public init(base: Data? = nil, validator: String? = nil, hasUnsentChanges: Bool = false) {
         self.base = base
         self.validator = validator
         self.hasUnsentChanges = hasUnsentChanges
-        self.sending = sending
     }
 }
