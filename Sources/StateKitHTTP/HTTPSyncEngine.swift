@@ -93,6 +93,7 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
         channel.loadAtStart {
             try await self.gate.run {
                 self.adoptRecord()
+                try await self.checkTakenOverSend()
                 if !self.hasLoaded { try await self.pullInGate() }
             }
         }
@@ -139,8 +140,9 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
                 return try await write(change.newValue, version: change.version, change: change)
             }
             adoptRecord()
-            if configuration.loadsOnStart && !hasLoaded { try await pullInGate() }
+            // First: the previous sender's own write, cut short, is no value to load.
             try await checkTakenOverSend()
+            if configuration.loadsOnStart && !hasLoaded { try await pullInGate() }
             // The newest value, unless the server already holds it (sent, or taken from it).
             if channel.syncRecord.hasUnsentChanges {
                 if let current = channel.current {
@@ -163,15 +165,31 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
 
     /// A record taken over from a sender that stopped while sending: when the server holds what it
     /// was sending, that is the base now, under the server's `ETag`, so the next write is not
-    /// refused for a validator that only this key's own writes moved.
+    /// refused for a validator that only this key's own writes moved. When it holds the first
+    /// bytes of it and no more (a server that keeps what it got of a PUT whose client was killed),
+    /// those bytes are the key's own write cut short: the next write replaces them, on the base
+    /// the record agreed.
     private func checkTakenOverSend() async throws {
         guard let sending = takenOverSending else { return }
-        if case .value(let remote, let data, let remoteETag) = try await read(conditional: true), data == sending {
+        switch try await read(conditional: true) {
+        case .value(let remote, let data, let remoteETag) where data == sending:
             etag = remoteETag
             base = remote
             baseData = data
+        case .value(_, let data, let remoteETag) where Self.isCutShort(data, of: sending):
+            etag = remoteETag
+        case .unreadable(let remoteETag, let error) where Self.isCutShort(error.body, of: sending):
+            etag = remoteETag
+        default:
+            break
         }
         takenOverSending = nil
+    }
+
+    /// Whether `data` is the first bytes of `sent` and not all of them (a cut-short JSON value may
+    /// still decode, `11` of `110`).
+    private static func isCutShort(_ data: Data, of sent: Data) -> Bool {
+        data.count < sent.count && sent.starts(with: data)
     }
 
     private func write(_ value: Value, version: UInt64, change: StateChange<Value>) async throws {
@@ -331,6 +349,7 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
     func pull() async throws {
         try await gate.run {
             adoptRecord()
+            try await checkTakenOverSend()
             try await pullInGate()
         }
     }

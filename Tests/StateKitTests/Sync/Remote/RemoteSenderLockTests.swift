@@ -129,6 +129,72 @@ import Glibc
         }
     }
 
+    /// A sender killed in the middle of a PUT, on a server that keeps what it got of it (wsgidav
+    /// does): the server holds the first bytes of the key's own value, cut short, empty or still
+    /// decodable. The process that takes over finds them to be a prefix of what its record says was
+    /// being sent, and writes the value over them: no conflict, no merge, no error.
+    @Test(arguments: RealHTTPServer.Kind.allCases, [0, 1, 2])
+    func aTakeoverWritesOverThePreviousSendersPutCutShort(kind: RealHTTPServer.Kind, kept: Int) async throws {
+        try await RealHTTPServer.with(kind) { server, directory in
+            let url = server.resource()
+            let key = uniqueKey("torn")
+            // The first sender counts to 105, is agreed with the server, and dies.
+            let first = try await SinksHelper.launch([
+                "sync-shared-count", directory.path, key, url.absoluteString, "105",
+                server.headers["Authorization"] ?? "-",
+            ])
+            #expect(first.firstLine == "ready 0")
+            #expect(FileManager.default.createFile(atPath: directory.appending(path: "go").path, contents: nil))
+            try await waitUntil("the server at 105") { try await server.value(Int.self, at: url) == 105 }
+            try await waitUntil("the agreement at 105 stored") {
+                try records(directory, key).values.first?.base == Data("105".utf8)
+            }
+            await first.kill()
+
+            // What the kill left, had it come in the middle of sending 110: storage holds it, the
+            // record says it was being sent, and the server kept `kept` bytes of it.
+            let sending = Data("110".utf8)
+            let storage = FileStateStorage.file(directory, sharedAcrossProcesses: true)
+            try sending.write(to: storage.fileURL(forKey: key))
+            var stored = try records(directory, key)
+            let name = try #require(stored.keys.first)
+            stored[name]?.hasUnsentChanges = true
+            stored[name]?.sending = sending
+            try JSONEncoder().encode(["records": stored]).write(to: recordFile(directory, key))
+            let (status, _, _) = try await server.request(
+                "PUT", url, body: sending.prefix(kept),
+                headers: ["If-Match": stored[name]?.validator ?? "*", "Content-Type": "application/json"])
+            #expect((200..<300).contains(status))
+
+            let merges = LockedBox(0)
+            let sink = HTTPSyncSink<Int>(
+                endpoint: url, timeout: .seconds(10),
+                conflictPolicy: .merge { _, local, remote in
+                    merges.withLock { $0 += 1 }
+                    return max(local, remote)
+                }
+            ) { request in
+                for (field, value) in server.headers { request.setValue(value, forHTTPHeaderField: field) }
+            }
+            let state = SyncedState(0, key: key, storage: storage, sinks: [sink])
+            #expect(state.value == 110)
+            #expect(await state.flush(timeout: .seconds(20)))
+            #expect(try await server.value(Int.self, at: url) == 110)
+            #expect(state.value == 110)
+            #expect(merges.withLock { $0 } == 0)
+            #expect(state.syncStatus.value.lastError == nil)
+        }
+    }
+
+    private func recordFile(_ directory: URL, _ key: String) -> URL {
+        directory.appending(path: FileStateStorage.fileName(forKey: SyncRecordStore.storageKey(for: key)))
+    }
+
+    private func records(_ directory: URL, _ key: String) throws -> [String: SyncRecord] {
+        guard let data = FileManager.default.contents(atPath: recordFile(directory, key).path) else { return [:] }
+        return try JSONDecoder().decode([String: [String: SyncRecord]].self, from: data)["records"] ?? [:]
+    }
+
     /// Only the key's sender writes its sync record: a process that is not the sender never
     /// rewrites what the sender recorded, and writes it once it takes over.
     @Test func onlyTheSenderWritesTheSyncRecord() async throws {
