@@ -129,7 +129,7 @@ where Elements.Element: Equatable {
     unowned let lock: Lock
     /// Where it is in its node's ``ElementNode/children``; guarded by the lock.
     var position: Int
-    var subscribers: ContiguousArray<Subscriber<Elements.Element>> = []
+    var subscribers = GroupSubscribers<Elements.Element>()
     /// Built on first use: describing a key path costs a symbol lookup.
     private(set) lazy var key = rootKey + pathSuffix(path)
     /// Touched only by the thread delivering the container, one at a time (see ``KeyPathGroup``).
@@ -158,19 +158,11 @@ where Elements.Element: Equatable {
 
     override var isEmptyLocked: Bool { subscribers.isEmpty }
 
-    override func removeLocked(_ entry: SubscriptionEntry) {
-        subscribers.removeAll { $0 === entry }
-    }
+    override func removeLocked(_ entry: SubscriptionEntry) { subscribers.remove(entry) }
 
-    override func ownerReleased() {
-        for subscriber in subscribers { subscriber.ownerReleased() }
-    }
+    override func ownerReleased() { subscribers.ownerReleased() }
 
-    override func removeReleasedOwnersLocked() -> [SubscriptionEntry] {
-        let released = subscribers.filter { !$0.isOwnerLive }
-        if !released.isEmpty { subscribers.removeAll { !$0.isOwnerLive } }
-        return Array(released)
-    }
+    override func removeReleasedOwnersLocked() -> [SubscriptionEntry] { subscribers.removeReleasedOwners() }
 
     /// Records that the element is now `element`, and tells the subscribers. Not inlined into the
     /// scan's loop, which runs it only for a position that changed.
@@ -182,17 +174,9 @@ where Elements.Element: Equatable {
         lock.lock()
         let subscribers = self.subscribers
         lock.unlock()
-        for subscriber in subscribers {
-            subscriber.receiveInGenericCode(
-                StateChange(
-                    key: key, oldValue: oldElement, newValue: element, version: version, timestamp: timestamp ?? Date(),
-                    origin: origin),
-                value: element,
-                depth: depth,
-                in: .current,
-                ifJoinedBefore: version
-            )
-        }
+        subscribers.tell(
+            element, replacing: oldElement, key: { key }, version: version, timestamp: timestamp, depth: depth,
+            origin: origin)
     }
 }
 

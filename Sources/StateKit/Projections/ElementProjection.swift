@@ -47,8 +47,8 @@ where Elements.Element: Equatable, Elements.Index: Hashable {
 /// The element at one position of a writable collection in a container: a write through it
 /// (`state.cells[k] ~> v`) is confined to that element, so only the projections that can see it
 /// are evaluated (see ``State/write(unlessAlready:confinedTo:_:)``).
-struct WritableElementProjection<Root, Elements: RandomAccessCollection & MutableCollection>: WritableProjection,
-    @unchecked Sendable
+struct WritableElementProjection<Root, Elements: RandomAccessCollection & MutableCollection>:
+    ReadOnlyBackedProjection, @unchecked Sendable
 where Elements.Element: Equatable, Elements.Index: Hashable {
     let path: WritableKeyPath<Root, Elements>
     let readOnly: ElementProjection<Root, Elements>
@@ -64,24 +64,6 @@ where Elements.Element: Equatable, Elements.Index: Hashable {
     var root: MonitoredState<Root> { readOnly.root }
 
     var index: Elements.Index { readOnly.index }
-
-    var key: String { readOnly.key }
-
-    func read() -> Elements.Element { readOnly.read() }
-
-    func subscribe(
-        queue: DispatchQueue?,
-        handler: Subscriber<Elements.Element>.Handler,
-        sendsCurrentValue: Bool,
-        onRootReleased: (@Sendable () -> Void)?
-    ) -> Subscription {
-        readOnly.subscribe(
-            queue: queue, handler: handler, sendsCurrentValue: sendsCurrentValue, onRootReleased: onRootReleased)
-    }
-
-    func appending<Part: Equatable>(_ path: KeyPath<Elements.Element, Part>) -> any Projection<Part> {
-        readOnly.appending(path)
-    }
 
     func appending<Part: Equatable>(
         writable path: WritableKeyPath<Elements.Element, Part>
@@ -134,14 +116,7 @@ extension State {
             link: link.takeUnretainedValue(), group: child, startVersion: storedVersion, queue: queue,
             handler: handler, onOwnerReleased: onRootReleased)
         child.subscribers.append(subscriber)
-        audienceChangedLocked()
-        let subscription = Subscription(subscriber)
-        if sendsCurrentValue {
-            scheduleInitialValueAndUnlock(current, to: subscriber, in: context)
-        } else {
-            lock.unlock()
-        }
-        return subscription
+        return subscriptionAndUnlock(subscriber, current: current, sendsCurrentValue: sendsCurrentValue, in: context)
     }
 
     /// Writes `newValue` at `index` of the collection at `path`, unless the element is already

@@ -69,6 +69,37 @@ extension WritableProjection {
     }
 }
 
+/// A writable projection that reads, subscribes and projects further through the read-only
+/// projection of the same part that it keeps, and adds only the writes.
+protocol ReadOnlyBackedProjection<Value>: WritableProjection {
+    associatedtype ReadOnly: Projection<Value>
+    var readOnly: ReadOnly { get }
+}
+
+extension ReadOnlyBackedProjection {
+    @inline(__always)
+    var key: String { readOnly.key }
+
+    @inline(__always)
+    func read() -> Value { readOnly.read() }
+
+    @inline(__always)
+    func subscribe(
+        queue: DispatchQueue?,
+        handler: Subscriber<Value>.Handler,
+        sendsCurrentValue: Bool,
+        onRootReleased: (@Sendable () -> Void)?
+    ) -> Subscription {
+        readOnly.subscribe(
+            queue: queue, handler: handler, sendsCurrentValue: sendsCurrentValue, onRootReleased: onRootReleased)
+    }
+
+    @inline(__always)
+    func appending<Part: Equatable>(_ path: KeyPath<Value, Part>) -> any Projection<Part> {
+        readOnly.appending(path)
+    }
+}
+
 /// A read-only view of a whole container: its own subscribers, no comparison.
 struct WholeProjection<Root>: Projection, @unchecked Sendable {
     let root: MonitoredState<Root>
@@ -135,33 +166,15 @@ struct KeyPathProjection<Root, Value: Equatable>: Projection, @unchecked Sendabl
 }
 
 /// One writable key path of a container.
-struct WritableKeyPathProjection<Root, Value: Equatable>: WritableProjection, @unchecked Sendable {
+struct WritableKeyPathProjection<Root, Value: Equatable>: ReadOnlyBackedProjection, @unchecked Sendable {
     let root: MonitoredState<Root>
     let path: WritableKeyPath<Root, Value>
-    private let readOnly: KeyPathProjection<Root, Value>
+    let readOnly: KeyPathProjection<Root, Value>
 
     init(root: MonitoredState<Root>, path: WritableKeyPath<Root, Value>) {
         self.root = root
         self.path = path
         self.readOnly = KeyPathProjection(root: root, path: path)
-    }
-
-    var key: String { readOnly.key }
-
-    func read() -> Value { readOnly.read() }
-
-    func subscribe(
-        queue: DispatchQueue?,
-        handler: Subscriber<Value>.Handler,
-        sendsCurrentValue: Bool,
-        onRootReleased: (@Sendable () -> Void)?
-    ) -> Subscription {
-        readOnly.subscribe(
-            queue: queue, handler: handler, sendsCurrentValue: sendsCurrentValue, onRootReleased: onRootReleased)
-    }
-
-    func appending<Part: Equatable>(_ path: KeyPath<Value, Part>) -> any Projection<Part> {
-        readOnly.appending(path)
     }
 
     func appending<Part: Equatable>(writable path: WritableKeyPath<Value, Part>) -> any WritableProjection<Part> {
@@ -250,6 +263,14 @@ extension State {
             link: link.takeUnretainedValue(), group: group, startVersion: storedVersion, queue: queue, handler: handler,
             onOwnerReleased: onRootReleased, keeping: keptAlive)
         group.subscribers.append(subscriber)
+        return subscriptionAndUnlock(subscriber, current: current, sendsCurrentValue: sendsCurrentValue, in: context)
+    }
+
+    /// Ends a projection's subscribe, called with the lock held once `subscriber` is in its group:
+    /// makes its token and hands it `current` if asked, in order with any delivery in progress.
+    func subscriptionAndUnlock<Part>(
+        _ subscriber: Subscriber<Part>, current: Part, sendsCurrentValue: Bool, in context: DeliveryContext
+    ) -> Subscription {
         audienceChangedLocked()
         let subscription = Subscription(subscriber)
         if sendsCurrentValue {

@@ -84,7 +84,7 @@ final class KeyPathGroup<Root, Part: Equatable>: ProjectionGroup<Root> {
     /// Built on first use: describing a key path costs a symbol lookup.
     private(set) lazy var key = rootKey + pathSuffix(reader.keyPath)
     unowned let lock: Lock
-    var subscribers: ContiguousArray<Subscriber<Part>> = []
+    var subscribers = GroupSubscribers<Part>()
     /// Touched only by the thread delivering the container, one at a time, so it needs no
     /// run-time exclusivity check (which cost more than the comparison).
     @exclusivity(unchecked)
@@ -101,19 +101,11 @@ final class KeyPathGroup<Root, Part: Equatable>: ProjectionGroup<Root> {
 
     override var isEmptyLocked: Bool { subscribers.isEmpty }
 
-    override func removeLocked(_ entry: SubscriptionEntry) {
-        subscribers.removeAll { $0 === entry }
-    }
+    override func removeLocked(_ entry: SubscriptionEntry) { subscribers.remove(entry) }
 
-    override func ownerReleased() {
-        for subscriber in subscribers { subscriber.ownerReleased() }
-    }
+    override func ownerReleased() { subscribers.ownerReleased() }
 
-    override func removeReleasedOwnersLocked() -> [SubscriptionEntry] {
-        let released = subscribers.filter { !$0.isOwnerLive }
-        if !released.isEmpty { subscribers.removeAll { !$0.isOwnerLive } }
-        return Array(released)
-    }
+    override func removeReleasedOwnersLocked() -> [SubscriptionEntry] { subscribers.removeReleasedOwners() }
 
     override func evaluate(
         _ root: Root, at address: UnsafePointer<Root>, version: UInt64, timestamp: Date?, depth: Int,
@@ -126,16 +118,8 @@ final class KeyPathGroup<Root, Part: Equatable>: ProjectionGroup<Root> {
         lock.lock()
         let subscribers = self.subscribers
         lock.unlock()
-        for subscriber in subscribers {
-            subscriber.receiveInGenericCode(
-                StateChange(
-                    key: key, oldValue: oldPart, newValue: part, version: version, timestamp: timestamp ?? Date(),
-                    origin: origin),
-                value: part,
-                depth: depth,
-                in: .current,
-                ifJoinedBefore: version
-            )
-        }
+        subscribers.tell(
+            part, replacing: oldPart, key: { key }, version: version, timestamp: timestamp, depth: depth,
+            origin: origin)
     }
 }
