@@ -224,6 +224,12 @@ open class MonitoredState<Value>: State<Value> {
     /// > Warning: A path with an index (`\.items[0]`) traps, as `Array`'s subscript does, when a
     /// > write removes that index: on the writing thread, inside the write. Project elements of a
     /// > collection of `Identifiable` values by identity instead: `state.items[id: id]`.
+    ///
+    /// > Tip: For many elements of one collection (a list whose rows each watch their own), write
+    /// > `state.items[i]` rather than `state.observe(\.items[i])`: element projections share one
+    /// > read of the collection per change, where each path through a subscript is applied on its
+    /// > own. A key path shows none of its parts, so `observe` cannot tell the collection from the
+    /// > index.
     public func observe<Part: Equatable>(_ path: KeyPath<Value, Part>) -> Observed<Part> {
         Observed(KeyPathProjection(root: self, path: path))
     }
