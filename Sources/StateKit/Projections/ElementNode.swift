@@ -13,7 +13,6 @@ import Foundation
 final class ElementNode<Root, Elements: RandomAccessCollection>: ProjectionGroup<Root>
 where Elements.Element: Equatable, Elements.Index: Hashable {
     let reader: PartReader<Root, Elements>
-    let rootKey: String
     unowned let lock: Lock
     let scan: ElementScan<Elements>
     /// Whether a write through one position changes nothing else in the container's value: true
@@ -28,12 +27,11 @@ where Elements.Element: Equatable, Elements.Index: Hashable {
         let reader = PartReader(path)
         self.reader = reader
         self.scan = scan
-        self.rootKey = rootKey
         self.lock = lock
         // A write through a computed path, or into a collection that is an object, may change other
         // positions too (a setter may sort; another reference may see the object).
         self.confinesWrites = reader.storedRange != nil && !(Elements.self is AnyObject.Type)
-        super.init(path: path, createdVersion: version, storedRange: reader.storedRange)
+        super.init(path: path, rootKey: rootKey, createdVersion: version, storedRange: reader.storedRange)
     }
 
     override var isElementNode: Bool { true }
@@ -125,13 +123,10 @@ where Elements.Element: Equatable {
     /// reaching the node.
     let nodeID: ObjectIdentifier
     weak var node: ProjectionGroupBase?
-    let rootKey: String
     unowned let lock: Lock
     /// Where it is in its node's ``ElementNode/children``; guarded by the lock.
     var position: Int
     var subscribers = GroupSubscribers<Elements.Element>()
-    /// Built on first use: describing a key path costs a symbol lookup.
-    private(set) lazy var key = rootKey + pathSuffix(path)
     /// Touched only by the thread delivering the container, one at a time (see ``KeyPathGroup``).
     @usableFromInline
     @exclusivity(unchecked)
@@ -144,14 +139,13 @@ where Elements.Element: Equatable {
         self.index = index
         self.nodeID = ObjectIdentifier(node)
         self.node = node
-        self.rootKey = node.rootKey
         self.lock = node.lock
         self.position = position
         self.last = current
         // The whole path only names the position in changes' keys; it is no group's index key.
         super.init(
-            path: node.reader.keyPath.appending(path: \Elements.[index]), createdVersion: version,
-            storedRange: node.storedRange)
+            path: node.reader.keyPath.appending(path: \Elements.[index]), rootKey: node.rootKey,
+            createdVersion: version, storedRange: node.storedRange)
     }
 
     override var elementNode: ProjectionGroupBase? { node }
@@ -175,7 +169,7 @@ where Elements.Element: Equatable {
         let subscribers = self.subscribers
         lock.unlock()
         subscribers.tell(
-            element, replacing: oldElement, key: { key }, version: version, timestamp: timestamp, depth: depth,
+            element, replacing: oldElement, of: self, version: version, timestamp: timestamp, depth: depth,
             origin: origin)
     }
 }

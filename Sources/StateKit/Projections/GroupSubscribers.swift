@@ -4,7 +4,7 @@ import Foundation
 /// position's (``ElementGroup``).
 ///
 /// The container's lock guards the list; a delivery copies it under the lock and tells the copy
-/// (``tell(_:replacing:key:version:timestamp:depth:origin:)``) after unlocking.
+/// (``tell(_:replacing:of:version:timestamp:depth:origin:)``) after unlocking.
 @usableFromInline
 struct GroupSubscribers<Part> {
     var list: ContiguousArray<Subscriber<Part>> = []
@@ -36,16 +36,15 @@ struct GroupSubscribers<Part> {
         return Array(released)
     }
 
-    /// Hands each subscriber the part's change from `oldPart` to `part`; `key` names the part,
-    /// asked for only by a subscriber that wants a change record.
+    /// Hands each subscriber the change of `group`'s part from `oldPart` to `part`.
     func tell(
-        _ part: Part, replacing oldPart: Part, key: () -> String, version: UInt64, timestamp: Date?, depth: Int,
-        origin: ChangeOrigin
+        _ part: Part, replacing oldPart: Part, of group: ProjectionGroupBase, version: UInt64, timestamp: Date?,
+        depth: Int, origin: ChangeOrigin
     ) {
         for subscriber in list {
             subscriber.receiveInGenericCode(
                 StateChange(
-                    key: key(), oldValue: oldPart, newValue: part, version: version,
+                    key: group.key, oldValue: oldPart, newValue: part, version: version,
                     timestamp: timestamp ?? Date(), origin: origin),
                 value: part,
                 depth: depth,

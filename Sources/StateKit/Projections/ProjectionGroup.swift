@@ -8,6 +8,11 @@ import Foundation
 @usableFromInline
 class ProjectionGroupBase {
     let path: AnyKeyPath
+    /// The container's key.
+    let rootKey: String
+    /// The key of the group's part, which its changes carry. Built on first use: describing a key
+    /// path costs a symbol lookup.
+    final private(set) lazy var key = rootKey + pathSuffix(path)
     /// The container's version when the group was made; older changes are not its business.
     @usableFromInline
     let createdVersion: UInt64
@@ -16,8 +21,9 @@ class ProjectionGroupBase {
     /// from these cannot change the part: see ``isUnchanged(by:)``.
     let storedRange: Range<Int>?
 
-    init(path: AnyKeyPath, createdVersion: UInt64, storedRange: Range<Int>?) {
+    init(path: AnyKeyPath, rootKey: String, createdVersion: UInt64, storedRange: Range<Int>?) {
         self.path = path
+        self.rootKey = rootKey
         self.createdVersion = createdVersion
         self.storedRange = storedRange
     }
@@ -80,9 +86,6 @@ class ProjectionGroup<Root>: ProjectionGroupBase {
 /// The group of projections of `path`.
 final class KeyPathGroup<Root, Part: Equatable>: ProjectionGroup<Root> {
     let reader: PartReader<Root, Part>
-    let rootKey: String
-    /// Built on first use: describing a key path costs a symbol lookup.
-    private(set) lazy var key = rootKey + pathSuffix(reader.keyPath)
     unowned let lock: Lock
     var subscribers = GroupSubscribers<Part>()
     /// Touched only by the thread delivering the container, one at a time, so it needs no
@@ -93,10 +96,9 @@ final class KeyPathGroup<Root, Part: Equatable>: ProjectionGroup<Root> {
     init(keyPath: KeyPath<Root, Part>, rootKey: String, current: Part, version: UInt64, lock: Lock) {
         let reader = PartReader(keyPath)
         self.reader = reader
-        self.rootKey = rootKey
         self.last = current
         self.lock = lock
-        super.init(path: keyPath, createdVersion: version, storedRange: reader.storedRange)
+        super.init(path: keyPath, rootKey: rootKey, createdVersion: version, storedRange: reader.storedRange)
     }
 
     override var isEmptyLocked: Bool { subscribers.isEmpty }
@@ -119,7 +121,7 @@ final class KeyPathGroup<Root, Part: Equatable>: ProjectionGroup<Root> {
         let subscribers = self.subscribers
         lock.unlock()
         subscribers.tell(
-            part, replacing: oldPart, key: { key }, version: version, timestamp: timestamp, depth: depth,
+            part, replacing: oldPart, of: self, version: version, timestamp: timestamp, depth: depth,
             origin: origin)
     }
 }
