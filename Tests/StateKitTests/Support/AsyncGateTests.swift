@@ -172,11 +172,13 @@ import Testing
         for _ in 0..<iterations {
             let release = Flag()
             let holding = Gate()
-            // Spins rather than awaits, so that it hands the turn over the instant `release` is set.
+            // Polls rather than awaits, so that it hands the turn over within a yield of `release`
+            // being set. It yields between polls: a bare spin held one of a 2-core machine's two
+            // pool threads while another suite blocked the other, and the setter never ran.
             let holder = Task {
                 try await gate.run {
                     await holding.wait()
-                    while !release.isSet {}
+                    while !release.isSet { await Task.yield() }
                 }
             }
             holding.open()
