@@ -22,6 +22,7 @@ struct SinksHelper {
         let process = Process()
         process.executableURL = try executable()
         process.arguments = arguments
+        process.environment = TestHelperProcess.environment
         let output = Pipe()
         let errors = Pipe()
         process.standardOutput = output

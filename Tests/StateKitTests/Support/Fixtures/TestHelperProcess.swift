@@ -15,9 +15,18 @@ final class TestHelperProcess {
     private let input = Pipe()
     private var buffer = Data()
 
+    /// The environment children run with: this process's, without Swift's backtracer. After a
+    /// crash it runs as a process of its own that holds the child's standard error; under the
+    /// thread sanitizer one outlived its child by minutes, and a test reading that output to its
+    /// end waited as long, holding one of the pool's threads.
+    static var environment: [String: String] {
+        ProcessInfo.processInfo.environment.merging(["SWIFT_BACKTRACE": "enable=no"]) { $1 }
+    }
+
     init(_ arguments: [String]) throws {
         process.executableURL = try Self.executableURL()
         process.arguments = arguments
+        process.environment = Self.environment
         process.standardOutput = output
         process.standardInput = input
         try process.run()
