@@ -186,20 +186,3 @@ import Testing
         #expect(sink.versions == [1, 2, 3, 4, 5])
     }
 }
-
-/// Threads that keep the machine busy, spinning until stopped.
-private final class SpinningThreads: Sendable {
-    private let isSpinning = Atomic(true)
-
-    init(count: Int) {
-        for _ in 0..<count {
-            Thread { [self] in
-                while isSpinning.load(ordering: .relaxed) {}
-            }.start()
-        }
-    }
-
-    func stop() {
-        isSpinning.store(false, ordering: .relaxed)
-    }
-}
