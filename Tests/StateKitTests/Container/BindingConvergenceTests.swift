@@ -118,6 +118,76 @@ import Testing
         #expect(slowest < slowCallBound, "an unrelated write took \(slowest)")
     }
 
+    /// A storm of bindings, with one container of it that an outside writer also writes.
+    struct Storm: CustomTestStringConvertible, Sendable {
+        let testDescription: String
+        /// The containers the storm's writers write, one thread each.
+        let written: [MonitoredState<Int>]
+        /// Every container of the storm, the written ones first.
+        let all: [MonitoredState<Int>]
+        /// The container the outside writer writes too.
+        let target: MonitoredState<Int>
+        /// The bindings and the slow subscribers.
+        let tokens: [Subscription]
+
+        /// `a <~ b` and `b <~ a`, written even and odd.
+        static func twoWay() -> Storm {
+            let a = MonitoredState(0, key: uniqueKey("a"))
+            let b = MonitoredState(1, key: uniqueKey("b"))
+            return Storm(testDescription: "two-way", written: [a, b], all: [a, b], target: a, tokens: [a <~ b, b <~ a])
+        }
+
+        /// `y <~ x`, `z <~ y`, `x <~ z`, x and z written, each with a subscriber that takes 100 µs.
+        static func cycle() -> Storm {
+            let x = MonitoredState(0, key: uniqueKey("x"))
+            let y = MonitoredState(0, key: uniqueKey("y"))
+            let z = MonitoredState(0, key: uniqueKey("z"))
+            let slow = [x, y, z].map { $0.subscribe { _ in usleep(100) } }
+            return Storm(
+                testDescription: "cycle with slow subscribers", written: [x, z], all: [x, z, y], target: y,
+                tokens: [y <~ x, z <~ y, x <~ z] + slow)
+        }
+    }
+
+    /// On a machine kept busy by spinning threads, two per core, an outside writer writes into a
+    /// container of a running storm, and into an unrelated one, every millisecond for 2 s: the
+    /// slowest of its writes into the storm keeps the liveness bound, as the unrelated ones do,
+    /// and the storm settles once its writers stop. (A write into the storm waited at its
+    /// container's queue limit for about a second: issue 43.)
+    @Test(arguments: [Storm.twoWay, Storm.cycle])
+    func aWriteIntoAStormKeepsTheLivenessBound(_ makeStorm: @Sendable () -> Storm) async throws {
+        let storm = makeStorm()
+        let unrelated = MonitoredState(0, key: uniqueKey("unrelated"))
+        defer { for token in storm.tokens { token.cancel() } }
+        let (slowest, value) = await contending {
+            let spinning = SpinningThreads(count: 2 * ProcessInfo.processInfo.activeProcessorCount)
+            defer { spinning.stop() }
+            let slowest = LockedBox((storm: Duration.zero, unrelated: Duration.zero))
+            let outside = Thread {
+                let clock = ContinuousClock()
+                let deadline = clock.now + .seconds(2)
+                var n = 0
+                while clock.now < deadline {
+                    n += 1
+                    let unrelatedWrite = clock.measure { unrelated ~> n }
+                    let stormWrite = clock.measure { storm.target ~> -n }
+                    slowest.withLock {
+                        $0 = (max($0.storm, stormWrite), max($0.unrelated, unrelatedWrite))
+                    }
+                    usleep(1_000)
+                }
+            }
+            outside.start()
+            _ = Self.write(for: .seconds(2), into: storm.written)
+            while !outside.isFinished { usleep(10_000) }
+            spinning.stop()
+            return (slowest.withLock { $0 }, Self.settled(within: 5, storm.all))
+        }
+        #expect(slowest.storm < slowCallBound, "a write into the storm took \(slowest.storm)")
+        #expect(slowest.unrelated < slowCallBound, "an unrelated write took \(slowest.unrelated)")
+        #expect(value != nil, "still changing 5 s after the writers stopped: \(storm.all.map(\.value))")
+    }
+
     @Test func aOneWayBindingStillCopiesTheCurrentValueAtOnceAndEveryChange() {
         let source = MonitoredState(5, key: uniqueKey("source"))
         let target = MonitoredState(0, key: uniqueKey("target"))
