@@ -138,7 +138,7 @@ extension BindingClock {
     /// `target <~ source` for containers: forwards the source's current value at once, as a write
     /// made now, then each change with the stamp of the write that made it.
     static func bind<Value: Sendable>(_ target: State<Value>, to source: MonitoredState<Value>) -> Subscription {
-        let targetClock = of(target)
+        let forwarder = BindingForwarder(into: target, clock: of(target))
         let sourceClock = of(source)
         let isFirstCall = LockedBox(true)
         return source.addSubscriber(
@@ -149,7 +149,7 @@ extension BindingClock {
                     return isFirst
                 }
                 guard let stamp = isFirst ? newStamp() : sourceClock.stamp(of: change.version) else { return }
-                targetClock.forward(change.newValue, stamped: stamp, into: target)
+                forwarder.offer(change.newValue, stamped: stamp)
             },
             sendsCurrentValue: true)
     }

@@ -258,6 +258,16 @@ struct DeliveryContext {
         fields.pointee.owedWaits.append((roomForMore, claim))
     }
 
+    /// How many waits for room this thread owes; see ``forgiveOwedRoom(since:)``.
+    var owedCount: Int { fields.pointee.owedWaits.count }
+
+    /// Forgives the waits for room owed since ``owedCount`` was `count`: for a write that adds at
+    /// most one change to a container's queue however often it is made (a binding's,
+    /// ``BindingForwarder``), so that the queue stays bounded without holding back the thread.
+    func forgiveOwedRoom(since count: Int) {
+        if fields.pointee.owedWaits.count > count { fields.pointee.owedWaits.removeSubrange(count...) }
+    }
+
     /// Waits for room in every container that this thread's handlers wrote past its limit, now that
     /// it delivers nothing and holds no claim: as a writer outside handlers waits at the limit.
     /// Each container's deliverer frees room by delivering (an overflow deliverer never waits for

@@ -55,7 +55,8 @@ struct PendingChange<Value> {
 enum PendingItem<Value> {
     /// Deliver a change to everyone.
     case change(PendingChange<Value>)
-    /// Hand a new subscriber the value current when it subscribed.
+    /// Hand a new subscriber the value current when it subscribed, or run another call in the
+    /// container's delivery order (a binding's write, see ``BindingForwarder``).
     case initialValue(depth: Int, origin: DeliveryContext.ID, deliver: () -> Void)
 
     /// The thread that queued it.
