@@ -56,6 +56,21 @@ struct FIFOQueue<Element> {
         return slots.withUnsafeBufferPointer { predicate($0[head].unsafelyUnwrapped) }
     }
 
+    /// How many of the oldest `prefix` elements there are up to and including the newest of them
+    /// that satisfies `predicate`, or 0 if none does.
+    ///
+    /// - Complexity: O(`prefix`).
+    func countThroughLast(ofFirst prefix: Int, where predicate: (borrowing Element) -> Bool) -> Int {
+        slots.withUnsafeBufferPointer { slots in
+            var index = head + min(prefix, count)
+            while index > head {
+                index -= 1
+                if predicate(slots[index].unsafelyUnwrapped) { return index - head + 1 }
+            }
+            return 0
+        }
+    }
+
     /// Takes up to `maximumCount` of the oldest elements, oldest first.
     ///
     /// - Complexity: O(`maximumCount`), amortised.

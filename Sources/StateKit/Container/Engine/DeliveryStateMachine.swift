@@ -40,8 +40,10 @@ import Synchronization
 ///   delivers the backlog in order and lets go when it is empty. So a writer's work is bounded by what it caused.
 /// - A write made outside any handler while another thread delivers is queued and returns at
 ///   once, unless more than ``pendingLimit`` items are queued: then it waits until the deliverer
-///   has taken the queue down to ``resumeLimit`` (backpressure), so memory stays bounded when
-///   handlers are slower than writers. It waits only for changes made before its own.
+///   has taken the queue down to ``resumeLimit``, or has delivered the writer's own earlier changes
+///   (backpressure), so memory stays bounded when handlers are slower than writers, and a writer
+///   into a container that others keep at the limit does not wait for them. It waits only for
+///   changes made before its own.
 /// - A write made inside a handler never waits: it is queued and delivered after the current
 ///   delivery, so handler chains across containers cannot deadlock. Such writes may take the
 ///   queue past the limit, by at most what the running handlers write.
@@ -65,9 +67,13 @@ struct DeliveryStateMachine<Value> {
     /// What waits for the deliverer, in version order.
     @usableFromInline
     var queue = FIFOQueue<PendingItem<Value>>()
-    /// Writers waiting for the queue to go below ``pendingLimit``.
+    /// Writers waiting for room, each with the count of ``delivered`` at which it goes on even if
+    /// the queue is still above ``resumeLimit`` (see ``scheduleOverLimit(origin:isInsideHandler:)``).
     @usableFromInline
-    var waitingWriters: [DispatchSemaphore] = []
+    var waitingWriters: [(roomForMore: DispatchSemaphore, until: UInt64)] = []
+    /// How many items the deliverers have taken from the queue while writers waited.
+    @usableFromInline
+    var delivered: UInt64 = 0
     /// Subscriber lists the audience replaced while the claim was held, kept for the claim's holder,
     /// which may be reading them unretained (``UnretainedSubscribers``).
     @usableFromInline
@@ -140,8 +146,29 @@ struct DeliveryStateMachine<Value> {
             return isInsideHandler ? .deliverAfterCurrentDelivery : .deliverQueue
         }
         guard queue.count > Self.pendingLimit else { return .queued }
+        return scheduleOverLimit(origin: item.origin, isInsideHandler: isInsideHandler)
+    }
+
+    /// The rest of ``schedule(_:isInsideHandler:claim:)`` when the item just queued took the queue
+    /// past ``pendingLimit``.
+    ///
+    /// A writer outside handlers waits for its own share only: until the deliverer has taken the
+    /// queue down to ``resumeLimit``, or has delivered the writer's own earlier changes, whichever
+    /// comes first; with none queued it does not wait. So a writer into a container that another
+    /// thread's writes keep at the limit returns at once (it waited for 128 deliveries, over a
+    /// second on a busy machine, issue 43), and the queue stays bounded: past the limit, each
+    /// thread has at most one change of its own, or waits. A write inside a handler owes the wait
+    /// until the queue is down to ``resumeLimit`` (``Scheduling/queuedOverLimit(_:)``).
+    @usableFromInline
+    mutating func scheduleOverLimit(origin: DeliveryContext.ID, isInsideHandler: Bool) -> Scheduling {
+        var until = UInt64.max
+        if !isInsideHandler {
+            let ownAhead = queue.countThroughLast(ofFirst: queue.count - 1) { $0.origin == origin }
+            guard ownAhead > 0 else { return .queued }
+            until = delivered + UInt64(ownAhead)
+        }
         let semaphore = DispatchSemaphore(value: 0)
-        waitingWriters.append(semaphore)
+        waitingWriters.append((semaphore, until))
         return isInsideHandler ? .queuedOverLimit(semaphore) : .queuedAtLimit(semaphore)
     }
 
@@ -184,9 +211,15 @@ struct DeliveryStateMachine<Value> {
         }
         let head = queue.popFirst()!
         if queue.isEmpty { claim.take() }
+        guard !waitingWriters.isEmpty else { return .deliver(head, wakingWriters: []) }
+        delivered += 1
         var woken: [DispatchSemaphore] = []
-        if !waitingWriters.isEmpty && queue.count <= Self.resumeLimit {
-            swap(&woken, &waitingWriters)
+        if queue.count <= Self.resumeLimit {
+            woken = waitingWriters.map(\.roomForMore)
+            waitingWriters.removeAll()
+        } else if waitingWriters.contains(where: { $0.until <= delivered }) {
+            woken = waitingWriters.filter { $0.until <= delivered }.map(\.roomForMore)
+            waitingWriters.removeAll { $0.until <= delivered }
         }
         return .deliver(head, wakingWriters: woken)
     }

@@ -72,7 +72,9 @@ import Testing
             "3 writers x 1 s, empty handler: \(load.calls) modify calls, slowest \(load.slowestCall) "
                 + "(bound \(slowCallBound)), peak queue \(load.peakQueued)")
         #expect(load.slowestCall < slowCallBound)
-        #expect(load.peakQueued <= DeliveryStateMachine<Int>.pendingLimit + 3)
+        // Past the limit by at most two changes a writer: one made while none of its own was
+        // queued, which does not wait, and one that waits for its own earlier ones.
+        #expect(load.peakQueued <= DeliveryStateMachine<Int>.pendingLimit + 2 * 3)
         #expect(state.value == load.calls)
         subscription.cancel()
     }
@@ -148,7 +150,9 @@ import Testing
             "3 writers x 1 s, 8 KB values, 20 µs handler: \(load.calls) calls, slowest \(load.slowestCall), "
                 + "peak queue \(load.peakQueued) (\(peakBytes / 1_024) KB of values)")
         #expect(load.slowestCall < slowCallBound)
-        #expect(load.peakQueued <= DeliveryStateMachine<[UInt8]>.pendingLimit + 3)
+        // Past the limit by at most two changes a writer: one made while none of its own was
+        // queued, which does not wait, and one that waits for its own earlier ones.
+        #expect(load.peakQueued <= DeliveryStateMachine<[UInt8]>.pendingLimit + 2 * 3)
         #expect(versions.all == Array(1...UInt64(load.calls)))
         subscription.cancel()
     }
@@ -166,7 +170,9 @@ import Testing
         await waitUntilDelivered(state)
         print("2 writers + 1 subscriber x 1 s: slowest call \(load.slowestCall), peak queue \(load.peakQueued)")
         #expect(load.slowestCall < slowCallBound)
-        #expect(load.peakQueued <= DeliveryStateMachine<Int>.pendingLimit + 3)
+        // Past the limit by at most two changes a writer: one made while none of its own was
+        // queued, which does not wait, and one that waits for its own earlier ones.
+        #expect(load.peakQueued <= DeliveryStateMachine<Int>.pendingLimit + 2 * 3)
         subscription.cancel()
     }
 
