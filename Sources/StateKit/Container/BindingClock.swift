@@ -22,6 +22,7 @@ import Bionic
 ///
 /// The stamps are guarded by the clock's own lock, taken inside the container's lock, never the
 /// other way round.
+@usableFromInline
 final class BindingClock: Sendable {
     /// The stamp of every write a binding may forward, process-wide.
     private static let counter = Atomic<UInt64>(0)
@@ -102,28 +103,32 @@ final class BindingClock: Sendable {
         }
     }
 
-    /// Writes `value`, forwarded from a write stamped `stamp`, into `target`, whose clock this is,
-    /// unless the target's newest write is newer. An equal value is not written, but counts as
-    /// that write from now on.
-    func forward<Value>(_ value: Value, stamped stamp: UInt64, into target: State<Value>) {
+    /// Applies `body`, a value forwarded from a write stamped `stamp`, to `target`, whose clock
+    /// this is, unless the target's newest write is newer. A value that `isEqualNow` says the
+    /// target already holds is not written, but counts as that write from now on.
+    func forward<Root>(
+        stamped stamp: UInt64, into target: State<Root>, unlessAlready isEqualNow: (Root) -> Bool,
+        _ body: (inout Root) -> Void
+    ) {
         let thread = pthread_self()
         // Runs under the target's lock, right before the write (again after Observation's
         // willSet, when observed): what it decides holds for the write that follows.
-        let rejection = target.write(unlessAlready: { current in
-            self.stamps.withLock { stamps in
-                let isOlder = stamp <= stamps.newest
-                let isEqual = !isOlder && (target.isEqual?(current, value) ?? false)
-                if isEqual { stamps.newest = stamp }
-                guard isOlder || isEqual else {
-                    stamps.forwarding = (thread, stamp)
-                    return false
+        let rejection = target.write(
+            unlessAlready: { current in
+                self.stamps.withLock { stamps in
+                    let isOlder = stamp <= stamps.newest
+                    let isEqual = !isOlder && isEqualNow(current)
+                    if isEqual { stamps.newest = stamp }
+                    guard isOlder || isEqual else {
+                        stamps.forwarding = (thread, stamp)
+                        return false
+                    }
+                    if let forwarding = stamps.forwarding, pthread_equal(forwarding.thread, thread) != 0 {
+                        stamps.forwarding = nil
+                    }
+                    return true
                 }
-                if let forwarding = stamps.forwarding, pthread_equal(forwarding.thread, thread) != 0 {
-                    stamps.forwarding = nil
-                }
-                return true
-            }
-        }) { $0 = value }
+            }, body)
         guard let rejection else { return }
         stamps.withLock { stamps in
             if let forwarding = stamps.forwarding, pthread_equal(forwarding.thread, thread) != 0 {
@@ -137,20 +142,40 @@ final class BindingClock: Sendable {
 extension BindingClock {
     /// `target <~ source` for containers: forwards the source's current value at once, as a write
     /// made now, then each change with the stamp of the write that made it.
-    static func bind<Value: Sendable>(_ target: State<Value>, to source: MonitoredState<Value>) -> Subscription {
-        let forwarder = BindingForwarder(into: target, clock: of(target))
-        let sourceClock = of(source)
+    static func bind<Value: Sendable>(_ target: BindingTarget<Value>, to source: MonitoredState<Value>) -> Subscription
+    {
+        bind(target, clock: of(source)) { handler in
+            source.addSubscriber(queue: nil, handler: handler, sendsCurrentValue: true)
+        }
+    }
+
+    /// `target <~ source` for a projection: as for containers when the projection's container has
+    /// a clock (``Projection/bindingClock``), and with each change stamped as a write made now
+    /// otherwise.
+    static func bind<Value: Sendable>(_ target: BindingTarget<Value>, to source: any Projection<Value>) -> Subscription
+    {
+        bind(target, clock: source.bindingClock) { handler in
+            source.subscribe(queue: nil, handler: handler, sendsCurrentValue: true, onRootReleased: nil)
+        }
+    }
+
+    /// Subscribes to a source whose container's clock is `sourceClock` with a handler that
+    /// forwards into `target`.
+    private static func bind<Value: Sendable>(
+        _ target: BindingTarget<Value>, clock sourceClock: BindingClock?,
+        subscribe: (Subscriber<Value>.Handler) -> Subscription
+    ) -> Subscription {
+        let forwarder = BindingForwarder(into: target)
         let isFirstCall = LockedBox(true)
-        return source.addSubscriber(
-            queue: nil,
-            handler: .change { change in
+        return subscribe(
+            .change { change in
                 let isFirst = isFirstCall.withLock { isFirst in
                     defer { isFirst = false }
                     return isFirst
                 }
-                guard let stamp = isFirst ? newStamp() : sourceClock.stamp(of: change.version) else { return }
+                guard let sourceClock, !isFirst else { return forwarder.offer(change.newValue, stamped: newStamp()) }
+                guard let stamp = sourceClock.stamp(of: change.version) else { return }
                 forwarder.offer(change.newValue, stamped: stamp)
-            },
-            sendsCurrentValue: true)
+            })
     }
 }

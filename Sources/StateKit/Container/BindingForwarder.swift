@@ -23,13 +23,10 @@ final class BindingForwarder<Value: Sendable>: Sendable {
     }
 
     private let slot = LockedBox(Slot())
-    private let target: State<Value>
-    private let clock: BindingClock
+    private let target: BindingTarget<Value>
 
-    /// A forwarder into `target`, whose clock is `clock`.
-    init(into target: State<Value>, clock: BindingClock) {
+    init(into target: BindingTarget<Value>) {
         self.target = target
-        self.clock = clock
     }
 
     /// Parks `value`, forwarded from a write stamped `stamp`, unless a newer one is parked, and
@@ -41,11 +38,9 @@ final class BindingForwarder<Value: Sendable>: Sendable {
             return !slot.isQueued
         }
         guard mustQueue else { return }
-        let context = DeliveryContext.current(key: target.deliveryKey)
+        let context = DeliveryContext.current
         let owed = context.owedCount
-        target.lock.lock()
-        target.scheduleAndUnlock(
-            .initialValue(depth: context.depth, origin: context.id) { self.writeParked() }, in: context)
+        target.queueCall(context) { self.writeParked() }
         context.forgiveOwedRoom(since: owed)
     }
 
@@ -57,9 +52,51 @@ final class BindingForwarder<Value: Sendable>: Sendable {
             return slot.parked
         }
         guard let parked else { return }
-        let context = DeliveryContext.current(key: target.deliveryKey)
+        let context = DeliveryContext.current
         let owed = context.owedCount
-        clock.forward(parked.value, stamped: parked.stamp, into: target)
+        target.write(parked.value, parked.stamp)
         context.forgiveOwedRoom(since: owed)
+    }
+}
+
+/// Where a binding writes: a container's whole value, or a part of it that a writable projection
+/// names, with the container's ``BindingClock``.
+///
+/// `Sendable` by hand: its closures capture only the container, its clock and a key path, all of
+/// which may be used from any thread (the container and the clock guard themselves with locks).
+@usableFromInline
+struct BindingTarget<Value>: @unchecked Sendable {
+    /// Queues a call in the container's delivery order, from the thread whose context is given.
+    let queueCall: (DeliveryContext, _ call: @escaping () -> Void) -> Void
+    /// Writes a value forwarded from a write with the stamp given, unless the container's newest
+    /// write is newer.
+    let write: (Value, _ stamp: UInt64) -> Void
+
+    /// The whole value of `target`.
+    init(_ target: State<Value>) {
+        let clock = BindingClock.of(target)
+        self.init(queueingIn: target) { value, stamp in
+            clock.forward(stamped: stamp, into: target, unlessAlready: { target.isEqual?($0, value) ?? false }) {
+                $0 = value
+            }
+        }
+    }
+
+    /// The part at `path` of `root`.
+    init<Root>(_ root: State<Root>, at path: WritableKeyPath<Root, Value>) where Value: Equatable {
+        let clock = BindingClock.of(root)
+        self.init(queueingIn: root) { value, stamp in
+            clock.forward(stamped: stamp, into: root, unlessAlready: { $0[keyPath: path] == value }) {
+                $0[keyPath: path] = value
+            }
+        }
+    }
+
+    private init<Root>(queueingIn root: State<Root>, write: @escaping (Value, UInt64) -> Void) {
+        queueCall = { context, call in
+            root.lock.lock()
+            root.scheduleAndUnlock(.initialValue(depth: context.depth, origin: context.id, deliver: call), in: context)
+        }
+        self.write = write
     }
 }

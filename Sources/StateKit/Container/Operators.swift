@@ -75,7 +75,9 @@ infix operator <~ : StateBindingPrecedence
 /// target does not take a value older than its own newest write. Once writers stop, every
 /// container of the loop holds the newest write's value, within a second. So a one-way binding
 /// too never replaces a value written into the target after the source's: the source's next
-/// change is copied again.
+/// change is copied again. A binding forwards the latest value: values that arrive while its
+/// previous write waits in the target's delivery queue replace each other, so a storm of bindings
+/// never fills a queue. Bindings of projections follow the same rules.
 ///
 /// ```swift
 /// let binding = settings.theme <~ systemTheme
@@ -83,24 +85,28 @@ infix operator <~ : StateBindingPrecedence
 ///
 /// - Returns: The binding's subscription.
 public func <~ <Value: Sendable>(target: State<Value>, source: MonitoredState<Value>) -> Subscription {
-    BindingClock.bind(target, to: source)
+    BindingClock.bind(BindingTarget(target), to: source)
 }
 
 /// Binds `target` to the projection `source` (see `<~` for containers).
 public func <~ <Value: Sendable>(target: State<Value>, source: Observed<Value>) -> Subscription {
-    source.subscribe { target.modify($0) }
+    BindingClock.bind(BindingTarget(target), to: source.projection)
 }
 
-/// Binds the writable projection `target` to `source` (see `<~` for containers).
+/// Binds the writable projection `target` to `source` (see `<~` for containers; a projection of
+/// an element of a collection takes every value, in order).
 public func <~ <Value: Equatable & Sendable>(target: MutableObserved<Value>, source: MonitoredState<Value>)
     -> Subscription
 {
-    source.subscribe { target.modify($0) }
+    guard let target = target.writable.bindingTarget else { return source.subscribe { target.modify($0) } }
+    return BindingClock.bind(target, to: source)
 }
 
-/// Binds the writable projection `target` to the projection `source` (see `<~` for containers).
+/// Binds the writable projection `target` to the projection `source` (see `<~` for containers; a
+/// projection of an element of a collection takes every value, in order).
 public func <~ <Value: Equatable & Sendable>(target: MutableObserved<Value>, source: Observed<Value>) -> Subscription {
-    source.subscribe { target.modify($0) }
+    guard let target = target.writable.bindingTarget else { return source.subscribe { target.modify($0) } }
+    return BindingClock.bind(target, to: source.projection)
 }
 
 /// Binds `target` to an `AsyncSequence`: writes each element into the target as it arrives, until

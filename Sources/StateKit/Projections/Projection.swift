@@ -23,6 +23,10 @@ protocol Projection<Value>: Sendable {
     /// state's version), for a derived state's early cutoff; `nil` when the projection has none
     /// (a key path of a container, whose container's version moves with other parts too).
     var changeStamp: (() -> UInt64)? { get }
+    /// The ``BindingClock`` of the container whose writes make this projection's changes, so
+    /// that a binding from it forwards each value with the stamp of its write (semantics 24);
+    /// `nil` when there is none to use, and a binding stamps each change as a write made then.
+    var bindingClock: BindingClock? { get }
     /// A projection of the element at `index` of this value, a collection of type `Elements`
     /// (which is `Value`). A projection of a container's key path makes one that joins the
     /// path's ``ElementNode``; others append the subscript to their path.
@@ -35,6 +39,8 @@ extension Projection {
     var readsAreTracked: Bool { false }
 
     var changeStamp: (() -> UInt64)? { nil }
+
+    var bindingClock: BindingClock? { nil }
 
     func readUntracked() -> Value { read() }
 
@@ -53,6 +59,9 @@ protocol WritableProjection<Value>: Projection {
     func modify<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result
     func update<Result>(_ body: (inout Value) throws -> Result) throws -> Result
     func appending<Part: Equatable>(writable path: WritableKeyPath<Value, Part>) -> any WritableProjection<Part>
+    /// Where a binding writes into this part, through its container's ``BindingClock``; `nil`
+    /// when a binding writes it with ``assign(_:)``, every value in order.
+    var bindingTarget: BindingTarget<Value>? { get }
     /// A writable projection of the element at `index` of this value, a collection of type
     /// `Elements` (which is `Value`); see ``Projection/element(at:scan:)``.
     func writableElement<Elements: RandomAccessCollection & MutableCollection>(
@@ -61,6 +70,8 @@ protocol WritableProjection<Value>: Projection {
 }
 
 extension WritableProjection {
+    var bindingTarget: BindingTarget<Value>? { nil }
+
     func writableElement<Elements: RandomAccessCollection & MutableCollection>(
         at index: Elements.Index, scan: ElementScan<Elements>
     ) -> any WritableProjection<Elements.Element> where Elements.Element: Equatable, Elements.Index: Hashable {
@@ -79,6 +90,8 @@ protocol ReadOnlyBackedProjection<Value>: WritableProjection {
 extension ReadOnlyBackedProjection {
     @inline(__always)
     var key: String { readOnly.key }
+
+    var bindingClock: BindingClock? { readOnly.bindingClock }
 
     @inline(__always)
     func read() -> Value { readOnly.read() }
@@ -105,6 +118,8 @@ struct WholeProjection<Root>: Projection, @unchecked Sendable {
     let root: MonitoredState<Root>
 
     var key: String { root.key }
+
+    var bindingClock: BindingClock? { BindingClock.of(root) }
 
     var readsAreTracked: Bool { true }
 
@@ -141,6 +156,8 @@ struct KeyPathProjection<Root, Value: Equatable>: Projection, @unchecked Sendabl
 
     var key: String { root.key + pathSuffix(path) }
 
+    var bindingClock: BindingClock? { BindingClock.of(root) }
+
     func read() -> Value { root.read(reader) }
 
     func subscribe(
@@ -176,6 +193,8 @@ struct WritableKeyPathProjection<Root, Value: Equatable>: ReadOnlyBackedProjecti
         self.path = path
         self.readOnly = KeyPathProjection(root: root, path: path)
     }
+
+    var bindingTarget: BindingTarget<Value>? { BindingTarget(root, at: path) }
 
     func appending<Part: Equatable>(writable path: WritableKeyPath<Value, Part>) -> any WritableProjection<Part> {
         WritableKeyPathProjection<Root, Part>(root: root, path: self.path.appending(path: path))

@@ -188,6 +188,49 @@ import Testing
         #expect(value != nil, "still changing 5 s after the writers stopped: \(storm.all.map(\.value))")
     }
 
+    struct Profile: Equatable, Sendable {
+        struct User: Equatable, Sendable { var name = 0 }
+        var user = User()
+        var visits = 0
+    }
+
+    /// `a.user.name <~ b.user.name` and back, one thread writing even names into `a`'s part and
+    /// one odd names into `b`'s, for 2 s: once they stop, both parts settle on one of the last
+    /// writes within the promised second (they copied every value, and could swap forever).
+    @Test func aTwoWayBindingOfProjectionsSettlesOnTheLastWrite() async throws {
+        let a = MonitoredState(Profile(), key: uniqueKey("a"))
+        let b = MonitoredState(Profile(user: .init(name: 1)), key: uniqueKey("b"))
+        let bindings = [a.user.name <~ b.user.name, b.user.name <~ a.user.name]
+        defer { for binding in bindings { binding.cancel() } }
+        let (last, value) = await contending {
+            let parts = [a.user.name, b.user.name]
+            let deadline = ContinuousClock.now + .seconds(2)
+            let lastValues = LockedBox(Set<Int>())
+            DispatchQueue.concurrentPerform(iterations: 2) { writer in
+                var n = 0
+                var value = writer
+                while n < 50_000 && ContinuousClock.now < deadline {
+                    value = 2 * n + writer
+                    parts[writer] ~> value
+                    n += 1
+                }
+                lastValues.withLock { _ = $0.insert(value) }
+            }
+            let settleBy = ContinuousClock.now + .seconds(isThreadSanitized ? 10 : 1)
+            var previous: [Int]?
+            var settled: Int?
+            while settled == nil && ContinuousClock.now < settleBy {
+                let now = [a.value.user.name, b.value.user.name, Int(a.version), Int(b.version)]
+                if now == previous && now[0] == now[1] { settled = now[0] }
+                previous = now
+                usleep(50_000)
+            }
+            return (lastValues.withLock { $0 }, settled)
+        }
+        #expect(value != nil, "still changing 1 s after the writers stopped: \(a.value.user) \(b.value.user)")
+        #expect(value.map(last.contains) ?? false, "settled on \(value ?? -1), not one of the last writes \(last)")
+    }
+
     @Test func aOneWayBindingStillCopiesTheCurrentValueAtOnceAndEveryChange() {
         let source = MonitoredState(5, key: uniqueKey("source"))
         let target = MonitoredState(0, key: uniqueKey("target"))
