@@ -46,6 +46,23 @@ import Testing
         return lastValues.withLock { $0 }
     }
 
+    /// While the storm's writers write `containers` for 2 s (``write(for:into:)``), a thread of
+    /// its own calls `outside` with 1, 2, 3… every millisecond; returns once both are done.
+    private static func write(into containers: [MonitoredState<Int>], outside: @escaping @Sendable (Int) -> Void) {
+        let thread = Thread {
+            let deadline = ContinuousClock.now + .seconds(2)
+            var n = 0
+            while ContinuousClock.now < deadline {
+                n += 1
+                outside(n)
+                usleep(1_000)
+            }
+        }
+        thread.start()
+        _ = Self.write(for: .seconds(2), into: containers)
+        while !thread.isFinished { usleep(10_000) }
+    }
+
     @Test func aTwoWayBindingSettlesOnTheLastWriteAfterAStormOfEvenAndOddWrites() async throws {
         let a = MonitoredState(0, key: uniqueKey("a"))
         let b = MonitoredState(1, key: uniqueKey("b"))
@@ -92,21 +109,11 @@ import Testing
         defer { for token in bindings + slow { token.cancel() } }
         let (slowest, value) = await contending {
             let slowest = LockedBox(Duration.zero)
-            let outside = Thread {
-                let clock = ContinuousClock()
-                let deadline = clock.now + .seconds(2)
-                var n = 0
-                while clock.now < deadline {
-                    n += 1
-                    let unrelatedWrite = clock.measure { unrelated ~> n }
-                    y.modify { $0 += 0 }
-                    slowest.withLock { $0 = max($0, unrelatedWrite) }
-                    usleep(1_000)
-                }
+            Self.write(into: [x, z]) { n in
+                let unrelatedWrite = ContinuousClock().measure { unrelated ~> n }
+                y.modify { $0 += 0 }
+                slowest.withLock { $0 = max($0, unrelatedWrite) }
             }
-            outside.start()
-            _ = Self.write(for: .seconds(2), into: [x, z])
-            while !outside.isFinished { usleep(10_000) }
             // The outside writer's writes into y are writes too: the storm settles on the newest.
             // Its subscribers take 100 µs a change, and a backlog of up to 1,024 changes a
             // container drains beside the whole suite on two cores in more than a second (a CI
@@ -163,23 +170,12 @@ import Testing
             let spinning = SpinningThreads(count: 2 * ProcessInfo.processInfo.activeProcessorCount)
             defer { spinning.stop() }
             let slowest = LockedBox((storm: Duration.zero, unrelated: Duration.zero))
-            let outside = Thread {
+            Self.write(into: storm.written) { n in
                 let clock = ContinuousClock()
-                let deadline = clock.now + .seconds(2)
-                var n = 0
-                while clock.now < deadline {
-                    n += 1
-                    let unrelatedWrite = clock.measure { unrelated ~> n }
-                    let stormWrite = clock.measure { storm.target ~> -n }
-                    slowest.withLock {
-                        $0 = (max($0.storm, stormWrite), max($0.unrelated, unrelatedWrite))
-                    }
-                    usleep(1_000)
-                }
+                let unrelatedWrite = clock.measure { unrelated ~> n }
+                let stormWrite = clock.measure { storm.target ~> -n }
+                slowest.withLock { $0 = (max($0.storm, stormWrite), max($0.unrelated, unrelatedWrite)) }
             }
-            outside.start()
-            _ = Self.write(for: .seconds(2), into: storm.written)
-            while !outside.isFinished { usleep(10_000) }
             spinning.stop()
             return (slowest.withLock { $0 }, Self.settled(within: 5, storm.all))
         }
