@@ -278,16 +278,9 @@ import Darwin
         let directory = TemporaryDirectory()
         defer { directory.cleanUp() }
         let key = uniqueKey()
-        let process = Process()
-        process.executableURL = try TestHelperProcess.executableURL()
-        process.arguments = ["shared-transaction", directory.url.path, key]
         // Without the backtracer, which would hold the child's standard error open after its trap.
-        process.environment = TestHelperProcess.environment
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
+        let (process, output, errors) = try TestHelperProcess.start(
+            TestHelperProcess.executableURL(), ["shared-transaction", directory.url.path, key])
         let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         let outputText = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()

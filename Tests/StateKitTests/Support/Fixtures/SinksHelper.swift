@@ -19,15 +19,7 @@ struct SinksHelper {
 
     /// Runs the helper and returns once it printed its first line, leaving it running.
     static func launch(_ arguments: [String]) async throws -> SinksHelper {
-        let process = Process()
-        process.executableURL = try executable()
-        process.arguments = arguments
-        process.environment = TestHelperProcess.environment
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
+        let (process, output, errors) = try TestHelperProcess.start(executable(), arguments)
         // A child that never prints its first line is killed after a minute, which ends the read.
         let watchdog = DispatchWorkItem { [process] in
             guard process.isRunning else { return }

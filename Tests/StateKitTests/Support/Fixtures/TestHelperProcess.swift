@@ -23,6 +23,21 @@ final class TestHelperProcess {
         ProcessInfo.processInfo.environment.merging(["SWIFT_BACKTRACE": "enable=no"]) { $1 }
     }
 
+    /// Starts `executable` with `arguments` and ``environment``, its output and errors piped.
+    static func start(_ executable: URL, _ arguments: [String]) throws -> (process: Process, output: Pipe, errors: Pipe)
+    {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.environment = environment
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        return (process, output, errors)
+    }
+
     init(_ arguments: [String]) throws {
         process.executableURL = try Self.executableURL()
         process.arguments = arguments
