@@ -35,7 +35,8 @@ import Glibc
             let deadline = ContinuousClock.now + .seconds(60)
             while held != 2 * perProcess && ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(50))
-                held = try await server.value(Int.self, at: url) ?? 0
+                // A read racing the children's PUTs may come back cut short (wsgidav): poll again.
+                if let value = try? await server.value(Int.self, at: url) { held = value }
             }
             #expect(held == 2 * perProcess)
             await first.kill()
@@ -93,7 +94,7 @@ import Glibc
             for name in ["b", "c"] {
                 #expect(FileManager.default.createFile(atPath: file("go-\(name)"), contents: nil))
             }
-            try await waitUntil("b and c being sent") { try await server.value(Int.self, at: url) ?? 0 >= 160 }
+            try await waitUntil("b and c being sent") { (try? await server.value(Int.self, at: url)) ?? 0 >= 160 }
             switch handover {
             case .exit:
                 #expect(FileManager.default.createFile(atPath: file("stop-a"), contents: nil))
@@ -107,7 +108,7 @@ import Glibc
             try await waitUntil("b and c counted") {
                 ["b", "c"].allSatisfy { FileManager.default.fileExists(atPath: file("counted-\($0)")) }
             }
-            try await waitUntil("the server at \(total)") { try await server.value(Int.self, at: url) == total }
+            try await waitUntil("the server at \(total)") { (try? await server.value(Int.self, at: url)) == total }
             for name in ["b", "c"] {
                 #expect(FileManager.default.createFile(atPath: file("stop-\(name)"), contents: nil))
             }
