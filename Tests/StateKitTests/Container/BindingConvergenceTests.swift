@@ -11,7 +11,7 @@ import Testing
 /// must settle within the promised second (10 s under the thread sanitizer, which slows the
 /// draining of a storm's queued deliveries about tenfold); the writes beside a storm keep the
 /// liveness bound (``slowCallBound``).
-@Suite(.timeLimit(.minutes(3))) struct BindingConvergenceTests {
+@Suite(.contendingTimeLimit) struct BindingConvergenceTests {
     /// Waits, for at most `seconds`, until the containers hold one value twice in a row 50 ms
     /// apart, with no version moving in between; returns that value, or `nil` when it never
     /// settled. Runs on a thread of its own (see ``contending(_:)``).

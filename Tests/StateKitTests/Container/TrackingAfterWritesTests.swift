@@ -71,7 +71,7 @@ import Testing
 
     /// One thread writes without pause while another tracks a read, waits for its firing, and
     /// tracks again: a scope installed just after a write must be told by a later one.
-    @Test(.timeLimit(.minutes(3))) func everyTrackingFiresWhileAnotherThreadWrites() async {
+    @Test(.contendingTimeLimit) func everyTrackingFiresWhileAnotherThreadWrites() async {
         let stuck = await contending {
             let state = MonitoredState(0, key: uniqueKey())
             let stop = StopFlag()

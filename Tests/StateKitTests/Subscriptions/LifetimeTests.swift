@@ -22,7 +22,7 @@ import Testing
     /// A cancel on one thread while the container is released on another: the cancel either
     /// finds the container whole (it cannot finish going away meanwhile) or finds it gone, never
     /// half gone.
-    @Test(.timeLimit(.minutes(3))) func cancellingWhileTheContainerIsReleasedElsewhere() async {
+    @Test(.contendingTimeLimit) func cancellingWhileTheContainerIsReleasedElsewhere() async {
         let stillActive = await contending {
             (0..<2_000).reduce(0) { stillActive, round in
                 let holder = ReleasedElsewhere(MonitoredState(0, key: uniqueKey()))
@@ -40,7 +40,7 @@ import Testing
     /// The same for a container that shares its key's cell: the one released ends its own
     /// subscriptions under the cell's lock, which a cancel on the other thread may hold; and when
     /// it is the cell's last container, the cell goes with it.
-    @Test(.timeLimit(.minutes(3))) func cancellingWhileACellsContainerIsReleasedElsewhere() async {
+    @Test(.contendingTimeLimit) func cancellingWhileACellsContainerIsReleasedElsewhere() async {
         let stillActive = await contending {
             let storage = InMemoryStateStorage()
             let key = uniqueKey()
@@ -59,7 +59,7 @@ import Testing
     /// Cancels from two threads leave nothing behind, for plain and projected subscribers alike,
     /// whichever kind of subscription was a container's first (the first subscribe installs the
     /// removal later cancels use, and two threads race to install it).
-    @Test(.timeLimit(.minutes(3))) func cancelsFromTwoThreadsLeaveNoSubscriber() async {
+    @Test(.contendingTimeLimit) func cancelsFromTwoThreadsLeaveNoSubscriber() async {
         let left = await contending {
             (0..<500).reduce(0) { left, round in
                 let state = MonitoredState(0, key: uniqueKey())
@@ -83,7 +83,7 @@ import Testing
     /// threads read each token until it reads inactive while a third cancels them in order. No
     /// read touches a released subscriber, no token reads active again after reading inactive,
     /// and every handler's captures are released.
-    @Test(.timeLimit(.minutes(3))) func isActiveWhileAnotherThreadCancels() async {
+    @Test(.contendingTimeLimit) func isActiveWhileAnotherThreadCancels() async {
         let count = 20_000
         let outcome = await contending {
             let states = (0..<100).map { _ in MonitoredState(0, key: uniqueKey()) }

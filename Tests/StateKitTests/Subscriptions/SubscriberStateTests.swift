@@ -104,7 +104,7 @@ import Testing
     /// More threads than the token counts readers call `isActive` on the same tokens while one
     /// thread cancels them: no answer is `true` after the cancel returned, every token ends
     /// inactive, and every handler's captures are released once.
-    @Test(.timeLimit(.minutes(3))) func manyReadersOfOneTokenWhileItIsCancelled() async {
+    @Test(.contendingTimeLimit) func manyReadersOfOneTokenWhileItIsCancelled() async {
         let count = 2_000
         let readers = 12
         let outcome = await contending {

@@ -54,7 +54,7 @@ import Testing
         #expect(!counts.mayBeOpen)
     }
 
-    @Test(.timeLimit(.minutes(3)))
+    @Test(.contendingTimeLimit)
     func theOwnersTransactionsAndOthersStayApartUnderContention() async {
         // Whichever thread owns the shared count, these four do not all share its role: a
         // non-owner's transactions and the owner's (if one of them is) run side by side.

@@ -88,7 +88,7 @@ import Testing
         #expect(checked.value == 7 && checked.version == 1)
     }
 
-    @Test(.timeLimit(.minutes(3)))
+    @Test(.contendingTimeLimit)
     func containersAssignedTogetherAreNeverSeenApart() async {
         let a = MonitoredState(0, key: uniqueKey("a"))
         let b = MonitoredState(0, key: uniqueKey("b"))

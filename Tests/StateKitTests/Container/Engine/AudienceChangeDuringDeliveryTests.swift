@@ -55,7 +55,7 @@ import Testing
     /// One thread writes while another subscribes and cancels as fast as it can: the subscribers
     /// that stay get the first value and every change, in order; none of the churned handlers' captures outlive the
     /// run; and the audience is back to the subscribers that stay.
-    @Test(.timeLimit(.minutes(3)), arguments: [false, true])
+    @Test(.contendingTimeLimit, arguments: [false, true])
     func churnWhileAnotherThreadDelivers(hooked: Bool) async {
         let writes = 10_000
         let churns = 10_000

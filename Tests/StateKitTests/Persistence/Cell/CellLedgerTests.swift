@@ -6,7 +6,7 @@ import Testing
 /// The cell's ledger (DESIGN 20–23): its transitions, and what they promise a persisted synced
 /// container under contention and a slow disk: storage never holds an agreement on a value it
 /// does not hold, no save holds a writer, and flushes never block the cooperative pool.
-@Suite(.timeLimit(.minutes(3))) struct CellLedgerTests {
+@Suite(.contendingTimeLimit) struct CellLedgerTests {
     init() { DiagnosticsRecorder.start() }
 
     // MARK: Transitions

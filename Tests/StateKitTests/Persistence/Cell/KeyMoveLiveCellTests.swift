@@ -137,7 +137,7 @@ import Testing
         #expect(try TestHelperProcess.run(["read", directory.url.path, new]) == ["Grace"])
     }
 
-    @Test(.timeLimit(.minutes(3)), arguments: Kind.allCases)
+    @Test(.contendingTimeLimit, arguments: Kind.allCases)
     func aMoveDuringWritesToTheEarlierContainerCarriesAValueItHeld(_ kind: Kind) async throws {
         let outcomes = await contending { Self.moveDuringWrites(kind, trials: 10) }
         for (trial, outcome) in outcomes.enumerated() {
@@ -186,7 +186,7 @@ import Testing
         return outcomes
     }
 
-    @Test(.timeLimit(.minutes(3)))
+    @Test(.contendingTimeLimit)
     func twoKeysMovingIntoEachOtherNeitherDeadlockNorDuplicate() async throws {
         let outcomes = await contending { Self.moveIntoEachOther(trials: 200) }
         for (trial, outcome) in outcomes.enumerated() {

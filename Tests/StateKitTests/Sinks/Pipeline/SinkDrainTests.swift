@@ -4,9 +4,9 @@ import Testing
 
 @testable import StateKit  // SinkPipelineCensus: how many sink pipelines still run
 
-/// A released container's sinks drain for a bounded time, then stop. Three minutes: one test
-/// waits for its turn to contend (see `contending`).
-@Suite(.timeLimit(.minutes(3))) struct SinkDrainTests {
+/// A released container's sinks drain for a bounded time, then stop. One test waits for its turn
+/// to contend (see `contending`), hence the suite's limit.
+@Suite(.contendingTimeLimit) struct SinkDrainTests {
     init() { DiagnosticsRecorder.start() }
 
     /// Waits (polling, bounded) until no pipeline of `key` runs; returns whether that happened.

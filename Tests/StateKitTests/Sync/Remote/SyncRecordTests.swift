@@ -5,9 +5,9 @@ import Testing
 
 /// The sync record (semantics 17) with any remote sink: marked unsent in storage before a local
 /// write's value is, cleared only once the server took the value, kept in storage across launches, and
-/// what makes a relaunch send an edit the last run could not. Three minutes: one test waits for
-/// its turn to contend (see `contending`).
-@Suite(.timeLimit(.minutes(3))) struct SyncRecordTests {
+/// what makes a relaunch send an edit the last run could not. One test waits for its turn to
+/// contend (see `contending`), hence the suite's limit.
+@Suite(.contendingTimeLimit) struct SyncRecordTests {
     init() { DiagnosticsRecorder.start() }
 
     private func record(_ directory: TemporaryDirectory, _ key: String) throws -> SyncRecord? {
