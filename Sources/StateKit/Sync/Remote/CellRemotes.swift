@@ -1,3 +1,5 @@
+import Foundation
+
 /// The remote-sync channels of one persisted key's cell, one per destination, and the key's one
 /// store of sync records: what makes persisted ``SyncedState``s of one key that sync to one
 /// destination share one channel and one ledger (DESIGN 21).
@@ -16,7 +18,8 @@
 /// Across processes (storage shared across processes), only the key's sender hands changes to a
 /// destination's pipeline (``RemoteSenderLock``); the other processes' changes reach it through
 /// the file, which its watcher sees as changes made outside. A process that takes the sender lock
-/// (at launch, or at a change once the sender is gone) first adopts the sync records the previous
+/// (at launch, at a change once the sender is gone, or polling for it once it handed off changes
+/// the sender may not have seen, ``waitForSender()``) first adopts the sync records the previous
 /// sender stored, off the writer's thread, and holds its hand-offs back until then: its sink then
 /// sends conditionally on the newest agreement, not on what it knew when it last sent.
 ///
@@ -30,6 +33,8 @@ final class CellRemotes<Value: Sendable>: @unchecked Sendable {
         let pipeline: SinkPipeline<Value>
         let channel: RemoteChannel<Value>
         let subscription: Subscription
+        /// Hands the pipeline the cell's current value as a local change.
+        let sendCurrentValue: @Sendable () -> Void
         var users: Int
     }
 
@@ -58,11 +63,18 @@ final class CellRemotes<Value: Sendable>: @unchecked Sendable {
         case takingOver([@Sendable () -> Void])
         case yes
     }
-    /// Guards `sending`; held while the waiting hand-offs run, so that none overtakes them.
+    /// Guards `sending` and `isWaitingForSender`; held while the waiting hand-offs run, so that
+    /// none overtakes them.
     private let sendingLock = Lock()
     private var sending = Sending.no
+    /// Whether this process tries the sender lock every ``senderPollInterval`` (see
+    /// ``waitForSender()``).
+    private var isWaitingForSender = false
     /// What a change's hand-off does, for ``handOn(_:)``.
-    private enum HandOff { case now, later, takeOver }
+    private enum HandOff { case now, later, waitForSender, takeOver }
+    /// How often a process that handed off changes while another process sent the key tries
+    /// the sender lock: how soon after the sender is gone those changes are sent.
+    static var senderPollInterval: DispatchTimeInterval { .milliseconds(250) }
 
     init(key: String, storage: any StateStorage, cell: StoredValue<Value>) {
         self.key = key
@@ -126,8 +138,19 @@ final class CellRemotes<Value: Sendable>: @unchecked Sendable {
             },
             sendsCurrentValue: false
         )
+        let key = self.key
+        let sendCurrentValue: @Sendable () -> Void = { [weak cell] in
+            guard let cell else { return }
+            let (value, version) = cell.lock.withLock { (cell.storedValue, cell.storedVersion) }
+            pipeline.enqueue(
+                StateChange(
+                    key: key, oldValue: value, newValue: value, version: version, timestamp: Date(),
+                    instance: instance, origin: .local))
+        }
         lock.withLock {
-            remotes[destination] = Remote(pipeline: pipeline, channel: channel, subscription: subscription, users: 1)
+            remotes[destination] = Remote(
+                pipeline: pipeline, channel: channel, subscription: subscription,
+                sendCurrentValue: sendCurrentValue, users: 1)
         }
     }
 
@@ -168,7 +191,10 @@ final class CellRemotes<Value: Sendable>: @unchecked Sendable {
                 sending = .takingOver(waiting + [enqueue])
                 return .later
             case .no:
-                guard sender.tryLock() else { return .later }
+                guard sender.tryLock() else {
+                    defer { isWaitingForSender = true }
+                    return isWaitingForSender ? .later : .waitForSender
+                }
                 sending = .takingOver([enqueue])
                 return .takeOver
             }
@@ -176,8 +202,36 @@ final class CellRemotes<Value: Sendable>: @unchecked Sendable {
         switch step {
         case .now: enqueue()
         case .takeOver: RemoteSenderLock.takeOverQueue.async { self.finishTakingOver() }
+        case .waitForSender: waitForSender()
         case .later: break
         }
+    }
+
+    /// Tries the sender lock every ``senderPollInterval`` until this process sends the key; when
+    /// it takes the lock, it sends the key's current value. This process handed off changes the
+    /// sender may never have seen (it sees another process's write within its watcher's delay),
+    /// and the sender may exit or die before it does, with no change after them to take over at.
+    /// Ends when this process sends, or the key's last synced container is gone.
+    private func waitForSender() {
+        RemoteSenderLock.takeOverQueue.asyncAfter(deadline: .now() + Self.senderPollInterval) { [weak self] in
+            guard let self, let sender = self.sender else { return }
+            let takesOver: Bool? = self.sendingLock.withLock {
+                guard case .no = self.sending else { return nil }
+                guard sender.tryLock() else { return false }
+                self.sending = .takingOver([{ self.sendCurrentValues() }])
+                return true
+            }
+            switch takesOver {
+            case true?: self.finishTakingOver()
+            case false?: self.waitForSender()
+            case nil: break
+            }
+        }
+    }
+
+    /// Hands every destination's pipeline the cell's current value.
+    private func sendCurrentValues() {
+        for send in lock.withLock({ remotes.values.map(\.sendCurrentValue) }) { send() }
     }
 
     /// Adopts the records the previous sender stored, then hands on what waited for that.

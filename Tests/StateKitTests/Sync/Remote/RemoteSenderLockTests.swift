@@ -66,6 +66,9 @@ import Glibc
         case exit
         /// `kill -9`, with its sends in flight.
         case kill
+        /// `kill -9` as soon as the others have counted, likely before it saw their last writes:
+        /// no change follows for another process to take over at.
+        case killAfterTheOthersCounted
         var description: String { rawValue }
     }
 
@@ -101,6 +104,11 @@ import Glibc
                 await children["a"]?.waitForExit()
                 #expect(children["a"]?.process.terminationStatus == 0)
             case .kill:
+                await children["a"]?.kill()
+            case .killAfterTheOthersCounted:
+                try await waitUntil("b and c counted") {
+                    ["b", "c"].allSatisfy { FileManager.default.fileExists(atPath: file("counted-\($0)")) }
+                }
                 await children["a"]?.kill()
             }
 
@@ -230,6 +238,36 @@ import Glibc
         #expect(await state.flush(timeout: .seconds(20)))
         #expect(sink.sent.last == 21)
         #expect(FileManager.default.contents(atPath: recordFile) != theirs)
+    }
+
+    /// A process whose changes the sender never saw sends them once the sender is gone, with no
+    /// change of its own after that: its last changes are not left on the file alone until some
+    /// process writes the key again.
+    @Test func changesTheSenderNeverSawAreSentOnceItIsGone() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
+        let key = uniqueKey("unseen")
+        let storage = FileStateStorage.file(directory.url, sharedAcrossProcesses: true)
+        // Another process's sender lock, which it holds until it dies without sending our changes.
+        let lockPath = directory.url.appending(path: ".\(FileStateStorage.fileName(forKey: key)).sender.lock").path
+        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        #expect(descriptor >= 0)
+        defer { close(descriptor) }
+        #expect(flock(descriptor, LOCK_EX | LOCK_NB) == 0)
+
+        let sink = TestRemoteSink<Int>(destination: "memory")
+        let state = SyncedState(0, key: key, storage: storage, sinks: [sink])
+        for _ in 0..<20 { state.modify { $0 += 1 } }
+        _ = await state.flush(timeout: .seconds(5))
+        #expect(sink.sent.isEmpty)
+
+        #expect(flock(descriptor, LOCK_UN) == 0)
+        try await waitUntil("the value sent") { sink.sent.last == 20 }
+        #expect(await state.flush(timeout: .seconds(20)))
+        #expect(sink.server == 20)
+        #expect(try records(directory.url, key).values.map(\.base) == [Data("20".utf8)])
+        withExtendedLifetime(state) {}
     }
 
     private func waitUntil(_ what: String, _ condition: () async throws -> Bool) async throws {
