@@ -267,7 +267,11 @@ extension MonitoredState where Value: Sendable {
     ///
     /// The sequence does not keep the container alive: iterating ends when it is deallocated.
     public func values(buffering: StateStream<Value>.Buffering) -> StateStream<Value> {
-        StateStream(buffering: buffering) { [weak self] handler, finish in
+        let bind: @Sendable (BindingTarget<Value>) -> Subscription = { [weak self] target in
+            guard let self else { return Subscription() }
+            return BindingClock.bind(target, to: self)
+        }
+        return StateStream(buffering: buffering, bind: bind) { [weak self] handler, finish in
             guard let self else {
                 finish()
                 return Subscription()

@@ -118,6 +118,11 @@ public func <~ <Value: Equatable & Sendable>(target: MutableObserved<Value>, sou
 /// `Equatable`). If the sequence throws, the binding ends and a
 /// ``StateDiagnostic/Kind/bindingFailed`` diagnostic names the target's key.
 ///
+/// A container's or projection's `values` (newest value buffered, the default) binds as the
+/// container or projection itself does, in its target's delivery order and latest value wins, so
+/// `a <~ b.values; b <~ a.values` settles as `a <~ b; b <~ a` does. Other sequences carry no
+/// order of writes: a loop through them is cut by the chain limit, not settled.
+///
 /// ```swift
 /// let unreadCount = MonitoredState(0, key: "unreadCount")
 /// let feed = AsyncStream<Int> { continuation in
@@ -130,7 +135,8 @@ public func <~ <Value: Equatable & Sendable>(target: MutableObserved<Value>, sou
 /// - Returns: The binding's subscription; it is no longer active once the sequence has ended.
 public func <~ <Value: Sendable, Source: AsyncSequence & Sendable>(target: State<Value>, source: Source) -> Subscription
 where Source.Element == Value {
-    SequenceBinding.start(source, targetKey: target.key) { target.modify($0) }
+    if let bind = (source as? StateStream<Value>)?.bind { return bind(BindingTarget(target)) }
+    return SequenceBinding.start(source, targetKey: target.key) { target.modify($0) }
 }
 
 /// Binds the writable projection `target` to an `AsyncSequence` (see `<~` for containers).
@@ -138,5 +144,8 @@ public func <~ <Value: Equatable & Sendable, Source: AsyncSequence & Sendable>(
     target: MutableObserved<Value>,
     source: Source
 ) -> Subscription where Source.Element == Value {
-    SequenceBinding.start(source, targetKey: target.key) { target.modify($0) }
+    if let bind = (source as? StateStream<Value>)?.bind, let bindingTarget = target.writable.bindingTarget {
+        return bind(bindingTarget)
+    }
+    return SequenceBinding.start(source, targetKey: target.key) { target.modify($0) }
 }

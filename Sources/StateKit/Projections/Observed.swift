@@ -100,7 +100,10 @@ extension Observed where Value: Sendable {
     /// The current value, then each new value, buffered as `buffering` says.
     public func values(buffering: StateStream<Value>.Buffering) -> StateStream<Value> {
         let projection = UncheckedSendable(projection)
-        return StateStream(buffering: buffering) { handler, finish in
+        let bind: @Sendable (BindingTarget<Value>) -> Subscription = { target in
+            BindingClock.bind(target, to: projection.value)
+        }
+        return StateStream(buffering: buffering, bind: bind) { handler, finish in
             projection.value.subscribe(
                 queue: nil, handler: .value(handler), sendsCurrentValue: true, onRootReleased: finish)
         }

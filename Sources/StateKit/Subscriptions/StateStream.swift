@@ -33,13 +33,20 @@ public struct StateStream<Element: Sendable>: AsyncSequence, Sendable {
     let buffering: Buffering
     /// Subscribes with a handler for each element and one for the container's release.
     let subscribe: @Sendable (@escaping @Sendable (Element) -> Void, @escaping @Sendable () -> Void) -> Subscription
+    /// For a container's or projection's ``MonitoredState/values`` (newest value buffered): binds
+    /// a target to that container or projection itself, so that `target <~ source.values`
+    /// forwards as `target <~ source` does (stamped, latest value wins: a two-way binding through
+    /// `values` settles). `nil` for other sequences, whose elements carry no write to order by.
+    let bind: (@Sendable (BindingTarget<Element>) -> Subscription)?
 
     init(
         buffering: Buffering,
+        bind: (@Sendable (BindingTarget<Element>) -> Subscription)? = nil,
         subscribe:
             @escaping @Sendable (@escaping @Sendable (Element) -> Void, @escaping @Sendable () -> Void) -> Subscription
     ) {
         self.buffering = buffering
+        self.bind = buffering == .latest ? bind : nil
         self.subscribe = subscribe
     }
 

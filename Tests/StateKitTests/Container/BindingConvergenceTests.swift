@@ -76,6 +76,21 @@ import Testing
         #expect(value.map(last.contains) ?? false, "settled on \(value ?? -1), not one of the last writes \(last)")
     }
 
+    /// Through the containers' `values` (a binding from an `AsyncSequence`): the sequence is the
+    /// container's own, so the binding forwards as one from the container does.
+    @Test func aTwoWayBindingThroughValuesSettlesOnTheLastWrite() async throws {
+        let a = MonitoredState(0, key: uniqueKey("a"))
+        let b = MonitoredState(1, key: uniqueKey("b"))
+        let bindings = [a <~ b.values, b <~ a.values]
+        defer { for binding in bindings { binding.cancel() } }
+        let (last, value) = await contending {
+            let last = Self.write(for: .seconds(2), into: [a, b])
+            return (last, Self.settled(within: 1, [a, b]))
+        }
+        #expect(value != nil, "still changing 1 s after the writers stopped: a \(a.value) v\(a.version), b \(b.value)")
+        #expect(value.map(last.contains) ?? false, "settled on \(value ?? -1), not one of the last writes \(last)")
+    }
+
     @Test func aCycleOfThreeBindingsSettlesOnTheLastWrite() async throws {
         let x = MonitoredState(0, key: uniqueKey("x"))
         let y = MonitoredState(0, key: uniqueKey("y"))
