@@ -199,6 +199,16 @@ import Glibc
         directory.appending(path: FileStateStorage.fileName(forKey: SyncRecordStore.storageKey(for: key)))
     }
 
+    /// Takes the sender lock of `key` as another process would: a lock on another open file
+    /// description of the lock file. Returns the descriptor, to unlock or close.
+    private func holdAnotherSendersLock(_ directory: URL, _ key: String) -> Int32 {
+        let lockPath = directory.appending(path: ".\(FileStateStorage.fileName(forKey: key)).sender.lock").path
+        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        #expect(descriptor >= 0)
+        #expect(flock(descriptor, LOCK_EX | LOCK_NB) == 0)
+        return descriptor
+    }
+
     private func records(_ directory: URL, _ key: String) throws -> [String: SyncRecord] {
         guard let data = FileManager.default.contents(atPath: recordFile(directory, key).path) else { return [:] }
         return try JSONDecoder().decode([String: [String: SyncRecord]].self, from: data)["records"] ?? [:]
@@ -215,12 +225,8 @@ import Glibc
         let recordFile = directory.url.appending(
             path: FileStateStorage.fileName(forKey: SyncRecordStore.storageKey(for: key))
         ).path
-        // Another process's sender lock: a lock on another open file description of the lock file.
-        let lockPath = directory.url.appending(path: ".\(FileStateStorage.fileName(forKey: key)).sender.lock").path
-        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        #expect(descriptor >= 0)
+        let descriptor = holdAnotherSendersLock(directory.url, key)
         defer { close(descriptor) }
-        #expect(flock(descriptor, LOCK_EX | LOCK_NB) == 0)
         let theirs = Data(#"{"records":{}}"#.utf8)
         #expect(FileManager.default.createFile(atPath: recordFile, contents: theirs))
 
@@ -249,12 +255,9 @@ import Glibc
         try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
         let key = uniqueKey("unseen")
         let storage = FileStateStorage.file(directory.url, sharedAcrossProcesses: true)
-        // Another process's sender lock, which it holds until it dies without sending our changes.
-        let lockPath = directory.url.appending(path: ".\(FileStateStorage.fileName(forKey: key)).sender.lock").path
-        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        #expect(descriptor >= 0)
+        // Held until that process dies without sending our changes.
+        let descriptor = holdAnotherSendersLock(directory.url, key)
         defer { close(descriptor) }
-        #expect(flock(descriptor, LOCK_EX | LOCK_NB) == 0)
 
         let sink = TestRemoteSink<Int>(destination: "memory")
         let state = SyncedState(0, key: key, storage: storage, sinks: [sink])
