@@ -29,6 +29,9 @@ struct FIFOQueue<Element> {
     @inlinable
     var first: Element? { head < slots.count ? slots[head] : nil }
 
+    /// The newest element, without taking it.
+    var last: Element? { head < slots.count ? slots[slots.count - 1] : nil }
+
     /// Appends `element`, taking it over: a caller that gives its copy away retains and releases
     /// nothing (`__owned`: `consuming` made unspecialised callers copy it through its witness).
     @inlinable

@@ -68,7 +68,7 @@ struct DeliveryStateMachine<Value> {
     @usableFromInline
     var queue = FIFOQueue<PendingItem<Value>>()
     /// Writers waiting for room, each with the count of ``delivered`` at which it goes on even if
-    /// the queue is still above ``resumeLimit`` (see ``scheduleOverLimit(origin:isInsideHandler:)``).
+    /// the queue is still above ``resumeLimit`` (see ``registerWaitingWriter(isInsideHandler:)``).
     @usableFromInline
     var waitingWriters: [(roomForMore: DispatchSemaphore, until: UInt64)] = []
     /// How many items the deliverers have taken from the queue while writers waited.
@@ -145,12 +145,15 @@ struct DeliveryStateMachine<Value> {
             claim.take(withQueue: true)
             return isInsideHandler ? .deliverAfterCurrentDelivery : .deliverQueue
         }
-        guard queue.count > Self.pendingLimit else { return .queued }
-        return scheduleOverLimit(origin: item.origin, isInsideHandler: isInsideHandler)
+        guard queue.count > Self.pendingLimit,
+            let roomForMore = registerWaitingWriter(isInsideHandler: isInsideHandler)
+        else { return .queued }
+        return isInsideHandler ? .queuedOverLimit(roomForMore) : .queuedAtLimit(roomForMore)
     }
 
     /// The rest of ``schedule(_:isInsideHandler:claim:)`` when the item just queued took the queue
-    /// past ``pendingLimit``.
+    /// past ``pendingLimit``: registers its writer among ``waitingWriters`` and returns the
+    /// semaphore it waits on, or returns `nil` when it need not wait.
     ///
     /// A writer outside handlers waits for its own share only: until the deliverer has taken the
     /// queue down to ``resumeLimit``, or has delivered the writer's own earlier changes, whichever
@@ -159,17 +162,23 @@ struct DeliveryStateMachine<Value> {
     /// second on a busy machine, issue 43), and the queue stays bounded: past the limit, each
     /// thread has at most one change of its own, or waits. A write inside a handler owes the wait
     /// until the queue is down to ``resumeLimit`` (``Scheduling/queuedOverLimit(_:)``).
+    ///
+    /// It reads the writer from the newest item, the one just queued, and leaves making the
+    /// ``Scheduling`` to the inlined caller: taking the item's origin, or returning a ``Scheduling``
+    /// made out of line, made every scheduled change pay for this path (measured: the hook path
+    /// copied the item in more pieces and released a ``Scheduling`` after switching on it).
     @usableFromInline
-    mutating func scheduleOverLimit(origin: DeliveryContext.ID, isInsideHandler: Bool) -> Scheduling {
+    mutating func registerWaitingWriter(isInsideHandler: Bool) -> DispatchSemaphore? {
         var until = UInt64.max
         if !isInsideHandler {
+            let origin = queue.last!.origin
             let ownAhead = queue.countThroughLast(ofFirst: queue.count - 1) { $0.origin == origin }
-            guard ownAhead > 0 else { return .queued }
+            guard ownAhead > 0 else { return nil }
             until = delivered + UInt64(ownAhead)
         }
         let semaphore = DispatchSemaphore(value: 0)
         waitingWriters.append((semaphore, until))
-        return isInsideHandler ? .queuedOverLimit(semaphore) : .queuedAtLimit(semaphore)
+        return semaphore
     }
 
     /// Keeps `subscribers`, the list a change to the audience is about to replace, alive and
