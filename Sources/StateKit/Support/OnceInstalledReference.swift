@@ -28,6 +28,12 @@ struct OnceInstalledReference<Instance: AnyObject>: ~Copyable {
         slot.load(ordering: .acquiring).map { Unmanaged<Instance>.fromOpaque($0) }
     }
 
+    /// Whether an instance is installed.
+    @inlinable
+    var isInstalled: Bool {
+        slot.load(ordering: .acquiring) != nil
+    }
+
     /// Installs `instance` unless another is installed already; returns the installed one.
     @usableFromInline
     func install(_ instance: Instance) -> Instance {

@@ -6,6 +6,9 @@
 /// Functions named `…AndUnlock` are entered with the lock held and return with it released.
 extension State {
     /// ``write(unlessAlready:origin:_:)`` when no transaction is open on this thread.
+    ///
+    /// Observation's `didSet` is called at each exit rather than deferred, and the rare exit calls
+    /// it out of line (``ObservationPoint/unlockAndDidSet(_:)``).
     @inlinable
     final func writeOutsideTransaction(
         unlessAlready isUnchanged: (Value) -> Bool,
@@ -24,13 +27,13 @@ extension State {
         }
         lock.unlock()
         observation._withUnsafeGuaranteedRef { $0.willSet() }
-        defer { observation._withUnsafeGuaranteedRef { $0.didSet() } }
         lock.lock()
         if isUnchanged(storedValue) {
-            lock.unlock()
+            observation._withUnsafeGuaranteedRef { $0.unlockAndDidSet(lock) }
             return nil
         }
         writeAndUnlock(rejection: &rejection, origin: origin, body)
+        observation._withUnsafeGuaranteedRef { $0.didSet() }
         return rejection
     }
 

@@ -19,6 +19,7 @@
 /// for the gate.
 ///
 /// - Note: A gate is entered and left on one thread; subclasses say how they are thread-safe.
+@usableFromInline
 class WriteGate: @unchecked Sendable {
     /// Waits until this thread may write, and brings in what was written elsewhere. Called
     /// without the container's lock.
