@@ -92,7 +92,7 @@ extension StoredValue where Value: Codable & Sendable {
     static func shared(key: String, storage: any StateStorage, previousKeys: [String], defaultValue: Value)
         -> StoredValue?
     {
-        if let defaults = storage as? UserDefaultsStateStorage {
+        if let defaults = exactly(UserDefaultsStateStorage.self, storage) {
             return shared(
                 key: key, location: storage.location, previousKeys: previousKeys, defaultValue: defaultValue,
                 savesInline: true
@@ -102,11 +102,20 @@ extension StoredValue where Value: Codable & Sendable {
             key: key, location: storage.location, previousKeys: previousKeys, defaultValue: defaultValue,
             savesInline: false
         ) { .bytes(key: $0, storage: storage, defaultValue: defaultValue) }
-        if let file = storage as? FileStateStorage, file.isSharedAcrossProcesses {
+        if let file = exactly(FileStateStorage.self, storage), file.isSharedAcrossProcesses {
             value?.shareAcrossProcesses(in: file)
         }
         return value
     }
+}
+
+/// `storage as? Storage`, for a storage type that is a struct (so `as?` succeeds only for that
+/// exact type), checked by comparing the types first: a failing `as?` from the existential costs
+/// 1,500 instructions or more (the runtime looks for bridged and boxed values), and every
+/// persisted container asks twice when it joins its key.
+private func exactly<Storage: StateStorage>(_: Storage.Type, _ storage: any StateStorage) -> Storage? {
+    guard ObjectIdentifier(type(of: storage)) == ObjectIdentifier(Storage.self) else { return nil }
+    return storage as? Storage
 }
 
 /// A live stored value of any type, as the registry sees one it may have to replace, and as a
