@@ -211,6 +211,46 @@ import Testing
         subscription.cancel()
     }
 
+    /// A writer with no change of its own queued returns at once from a queue that another
+    /// writer holds past its limit, and a delivery holds still: it waits for its own share only.
+    /// (It waited until the queue was down to its resume limit: here, until the delivery went on.)
+    @Test func aWriterWithNothingQueuedReturnsAtOnceFromAQueueAnotherHoldsAtItsLimit() async {
+        let limit = DeliveryStateMachine<Int>.pendingLimit
+        let state = MonitoredState(0, key: uniqueKey())
+        let entered = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let subscription = state.subscribe { value in
+            if value == 1 {
+                entered.signal()
+                release.wait()
+            }
+        }
+        Thread { state.modify(1) }.start()
+        waitFor(entered, "the held delivery")
+        let fillerDone = DispatchSemaphore(value: 0)
+        Thread {
+            for value in 2...(limit + 2) { state.modify(value) }
+            fillerDone.signal()
+        }.start()
+        let filled = ContinuousClock.now + .seconds(60)
+        while state.version < UInt64(limit + 2) && ContinuousClock.now < filled { usleep(1_000) }
+        let queued = state.lock.withLock { state.fields.pointee.delivery.queue.count }
+        let outsideReturned = DispatchSemaphore(value: 0)
+        Thread {
+            state.modify(-1)
+            outsideReturned.signal()
+        }.start()
+        let returnedWhileHeld = outsideReturned.wait(timeout: .now() + .seconds(5)) == .success
+        release.signal()
+        waitFor(fillerDone, "the writer that filled the queue")
+        if !returnedWhileHeld { waitFor(outsideReturned, "the outside writer") }
+        await waitUntilDelivered(state)
+        #expect(queued > limit, "the filling writer queued only \(queued)")
+        #expect(returnedWhileHeld, "the outside writer waited for the other writer's changes")
+        #expect(state.value == -1)
+        subscription.cancel()
+    }
+
     @Test func writersOnTheGlobalQueueWaitingAtTheLimitDoNotStarveTheDeliverer() async {
         let state = MonitoredState(0, key: uniqueKey())
         let subscription = state.subscribe { _ in usleep(50) }
