@@ -166,7 +166,7 @@ open class State<Value> {
     /// The current value.
     @inlinable
     public final var value: Value {
-        if isObservable { registerAccess() }
+        registerAccessIfObservable()
         if let log = openTransactionLog { return transactionalValue(in: log) }
         lock.lock()
         defer { lock.unlock() }
