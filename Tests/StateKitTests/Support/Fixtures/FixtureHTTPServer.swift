@@ -92,9 +92,10 @@ final class FixtureHTTPServer: @unchecked Sendable {
         releases.signal()
     }
 
-    /// Returns once at least `count` requests have arrived, or fails the test after a minute.
-    func received(_ count: Int, sourceLocation: SourceLocation = #_sourceLocation) async {
-        await bounded("\(count) requests at the fixture server", sourceLocation: sourceLocation) { resumer in
+    /// Returns once at least `count` requests have arrived, or fails the test after `seconds`.
+    func received(_ count: Int, within seconds: Double = 60, sourceLocation: SourceLocation = #_sourceLocation) async {
+        await bounded("\(count) requests at the fixture server", seconds: seconds, sourceLocation: sourceLocation) {
+            resumer in
             lock.lock()
             if recorded.count >= count {
                 lock.unlock()
