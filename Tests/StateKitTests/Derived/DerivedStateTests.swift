@@ -397,15 +397,9 @@ private final class Computations: Sendable {
 
     @Test func handlerOfASourcePublishedDuringAComputationMayReadTheComputedState() async {
         let a = MonitoredState(0, key: uniqueKey("a"))
-        let entered = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
+        let held = HeldDelivery()
         // Registered before `b` exists, so it runs before `b` hears of the change.
-        let blocker = a.subscribe { value in
-            if value == 1 {
-                entered.signal()
-                release.wait()
-            }
-        }
+        let blocker = a.subscribe { value in if value == 1 { held.hold() } }
         let b = a.map { $0 + 100 }
         let c = b.map { $0 * 2 }
         let seenByB = Collector<Int>()
@@ -413,7 +407,7 @@ private final class Computations: Sendable {
         let writer = Thread { a.modify(1) }
         writer.start()
         let readOnTime = await awayFromThePool { () -> Int? in
-            entered.wait()
+            held.waitUntilHeld()
             // `b` is stale: reading `c` computes `b` here, and `b`'s subscriber reads `c`.
             let done = DispatchSemaphore(value: 0)
             let result = Collector<Int>()
@@ -422,7 +416,7 @@ private final class Computations: Sendable {
                 done.signal()
             }.start()
             let finished = done.wait(timeout: .now() + 5) == .success
-            release.signal()
+            held.release()
             return finished ? result.all.first : nil
         }
         #expect(readOnTime == 202)

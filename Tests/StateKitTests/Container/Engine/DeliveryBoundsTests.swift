@@ -178,15 +178,11 @@ import Testing
 
     @Test func writerReturnsWithoutDeliveringChangesQueuedAfterItsOwn() async {
         let state = MonitoredState(0, key: uniqueKey())
-        let entered = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
+        let held = HeldDelivery()
         let deliveries = Collector<(value: Int, thread: pthread_t)>()
         let subscription = state.subscribe { value in
             deliveries.append((value, pthread_self()))
-            if value == 1 {
-                entered.signal()
-                release.wait()
-            }
+            if value == 1 { held.hold() }
         }
         let writerReturned = DispatchSemaphore(value: 0)
         let writerMayExit = DispatchSemaphore(value: 0)
@@ -197,9 +193,9 @@ import Testing
             writerReturned.signal()
             writerMayExit.wait()  // alive until the end, so no later thread reuses its pthread_t
         }.start()
-        waitFor(entered, "the first delivery")
+        held.waitUntilHeld("the first delivery")
         for value in 2...5 { state.modify(value) }
-        release.signal()
+        held.release()
         waitFor(writerReturned, "the first writer")
         await waitUntilDelivered(state)
         let writer = firstWriter.withLock { $0 }!
@@ -217,16 +213,10 @@ import Testing
     @Test func aWriterWithNothingQueuedReturnsAtOnceFromAQueueAnotherHoldsAtItsLimit() async {
         let limit = DeliveryStateMachine<Int>.pendingLimit
         let state = MonitoredState(0, key: uniqueKey())
-        let entered = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        let subscription = state.subscribe { value in
-            if value == 1 {
-                entered.signal()
-                release.wait()
-            }
-        }
+        let held = HeldDelivery()
+        let subscription = state.subscribe { value in if value == 1 { held.hold() } }
         Thread { state.modify(1) }.start()
-        waitFor(entered, "the held delivery")
+        held.waitUntilHeld()
         let fillerDone = DispatchSemaphore(value: 0)
         Thread {
             for value in 2...(limit + 2) { state.modify(value) }
@@ -241,7 +231,7 @@ import Testing
             outsideReturned.signal()
         }.start()
         let returnedWhileHeld = outsideReturned.wait(timeout: .now() + .seconds(5)) == .success
-        release.signal()
+        held.release()
         waitFor(fillerDone, "the writer that filled the queue")
         if !returnedWhileHeld { waitFor(outsideReturned, "the outside writer") }
         await waitUntilDelivered(state)

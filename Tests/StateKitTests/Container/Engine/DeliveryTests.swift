@@ -163,20 +163,16 @@ final class QueueListener: StateListener, @unchecked Sendable {
 
     @Test func writerReturnsWhileAnotherThreadDeliversAndLateSubscriberIsQueued() {
         let state = MonitoredState(0, key: uniqueKey())
-        let entered = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
+        let held = HeldDelivery()
         let sawTwo = DispatchSemaphore(value: 0)
         let seen = Collector<Int>()
         let blocking = state.subscribe { value in
             seen.append(value)
-            if value == 1 {
-                entered.signal()
-                release.wait()
-            }
+            if value == 1 { held.hold() }
             if value == 2 { sawTwo.signal() }
         }
         Thread { state.modify(1) }.start()
-        waitFor(entered, "the first delivery to start")
+        held.waitUntilHeld("the first delivery to start")
         state.modify(2)
         #expect(state.value == 2)
         #expect(seen.all == [0, 1])
@@ -187,7 +183,7 @@ final class QueueListener: StateListener, @unchecked Sendable {
             lateArrived.signal()
         }
         #expect(late.all.isEmpty)
-        release.signal()
+        held.release()
         waitFor(sawTwo, "the queued change")
         waitFor(lateArrived, "the late subscriber's first call")
         #expect(seen.all == [0, 1, 2])
