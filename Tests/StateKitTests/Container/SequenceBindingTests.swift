@@ -7,16 +7,6 @@ import Testing
 @Suite struct SequenceBindingTests {
     private struct FeedBroke: Error {}
 
-    /// Waits (without blocking a pool thread) until `condition` holds, for at most `seconds`.
-    private func eventually(seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while !condition() {
-            if Date() > deadline { return false }
-            try? await Task.sleep(for: .milliseconds(1))
-        }
-        return true
-    }
-
     @Test func eachElementIsWrittenIntoTheTarget() async throws {
         let unread = MonitoredState(0, key: uniqueKey("unread"))
         let values = unread.record()
@@ -32,7 +22,7 @@ import Testing
     @Test func bindingEndsWhenTheSequenceEnds() async {
         let target = MonitoredState("", key: uniqueKey("target"))
         let binding = target <~ ["a", "b", "c"].async
-        #expect(await eventually { !binding.isActive })
+        await eventually("the binding to end") { !binding.isActive }
         #expect(target.value == "c")
     }
 
@@ -43,9 +33,9 @@ import Testing
         continuation.onTermination = { _ in ended.append(true) }
         let binding = target <~ feed
         continuation.yield(1)
-        #expect(await eventually { target.value == 1 })
+        await eventually("the first element") { target.value == 1 }
         binding.cancel()
-        #expect(await eventually { ended.count == 1 })
+        await eventually("the sequence to end") { ended.count == 1 }
         #expect(!binding.isActive)
         if case .enqueued = continuation.yield(2) { Issue.record("the cancelled binding still iterates") }
         #expect(target.value == 1)
@@ -60,7 +50,7 @@ import Testing
             let binding = target <~ feed
             _ = binding
         }
-        #expect(await eventually { ended.count == 1 })
+        await eventually("the sequence to end") { ended.count == 1 }
         continuation.yield(7)
         #expect(target.value == 0)
     }
@@ -72,7 +62,7 @@ import Testing
         let binding = target <~ feed
         continuation.yield(4)
         continuation.finish(throwing: FeedBroke())
-        #expect(await eventually { !binding.isActive })
+        await eventually("the binding to end") { !binding.isActive }
         let reports = DiagnosticsRecorder.diagnostics(involving: target.key)
         #expect(reports.map(\.kind) == [.bindingFailed])
         #expect(reports.first?.description.contains(target.key) == true)

@@ -179,3 +179,18 @@ func bounded(
     }
     #expect(inTime, "timed out after \(seconds) s waiting for \(what)", sourceLocation: sourceLocation)
 }
+
+/// Polls `condition` every 10 ms, sleeping without blocking a pool thread, until it holds or
+/// `seconds` pass; a condition that never holds records a failure naming `what`. The bound is
+/// far above normal: beside the whole suite on a 2-core CI machine, tasks on the cooperative pool
+/// can wait seconds for a thread.
+func eventually(
+    _ what: String, seconds: Double = 60, sourceLocation: SourceLocation = #_sourceLocation,
+    _ condition: () -> Bool
+) async {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while !condition() && ContinuousClock.now < deadline {
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    #expect(condition(), "timed out after \(seconds) s waiting for \(what)", sourceLocation: sourceLocation)
+}

@@ -130,7 +130,7 @@ import FoundationNetworking
     ) async throws -> String {
         let state = launch(key, outbox: outbox, sink(server, url, SimulatedNetwork()))
         state.modify(Self.teal)
-        #expect(await state.flush(timeout: .seconds(20)))
+        #expect(await state.flush(timeout: .seconds(60)))
         return try #require(try await server.request("GET", url).etag)
     }
 
@@ -140,7 +140,7 @@ import FoundationNetworking
     ) async throws -> String {
         let state = launch(key, directory, [sink(server, url, SimulatedNetwork())])
         state.modify(Self.teal)
-        #expect(await state.flush(timeout: .seconds(20)))
+        #expect(await state.flush(timeout: .seconds(60)))
         #expect(state.statistics[0].sent == 1)
         #expect(try await serverValue(server, url) == Self.teal)
         return try #require(try await server.request("GET", url).etag)
@@ -201,7 +201,7 @@ import FoundationNetworking
         _ state: SyncedState<Paint>, _ network: SimulatedNetwork, _ server: RealHTTPServer, _ url: URL,
         _ key: String, onETag etag: String, sourceLocation: SourceLocation = #_sourceLocation
     ) async throws {
-        #expect(await state.flush(timeout: .seconds(20)), sourceLocation: sourceLocation)
+        #expect(await state.flush(timeout: .seconds(60)), sourceLocation: sourceLocation)
         #expect(try await serverValue(server, url) == Self.orange, sourceLocation: sourceLocation)
         #expect(state.value == Self.orange, sourceLocation: sourceLocation)
         let requests = network.requests.all
@@ -249,17 +249,6 @@ import FoundationNetworking
         #expect(puts.map(\.ifMatch) == [etag, etag], "\(requests)", sourceLocation: sourceLocation)
     }
 
-    private func eventually(
-        _ what: String, seconds: Double = 10, sourceLocation: SourceLocation = #_sourceLocation,
-        _ condition: () -> Bool
-    ) async {
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        while !condition() && ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        #expect(condition(), "timed out after \(seconds) s waiting for \(what)", sourceLocation: sourceLocation)
-    }
-
     // MARK: Tests
 
     @Test(arguments: RealHTTPServer.Kind.allCases)
@@ -277,7 +266,7 @@ import FoundationNetworking
                     key, directory, [remote, ClosureSink<Paint> { for change in $0 { changes.append(change) } }])
                 await eventually("the server's value to load") { state.value == Self.green }
                 _ = await remote.currentETag  // the load at start has finished
-                #expect(await state.flush(timeout: .seconds(20)))
+                #expect(await state.flush(timeout: .seconds(60)))
                 #expect(state.statistics[0].sent == 0)
                 #expect(changes.all.map(\.newValue) == [Self.green])
                 #expect(changes.all.map(\.origin) == [.remote])
@@ -293,7 +282,7 @@ import FoundationNetworking
                 key, directory, [remote, ClosureSink<Paint> { for change in $0 { changes.append(change) } }])
             await eventually("the load at start") { network.requests.count == 1 }
             _ = await remote.currentETag
-            #expect(await state.flush(timeout: .seconds(20)))
+            #expect(await state.flush(timeout: .seconds(60)))
             let requests = network.requests.all
             #expect(requests.map(\.method) == ["GET"])
             #expect(requests.first?.ifNoneMatch == etag)
@@ -340,7 +329,7 @@ import FoundationNetworking
             let state = launch(key, directory, [remote])
             await eventually("the server's value to win") { state.value == Self.green }
             _ = await remote.currentETag
-            #expect(await state.flush(timeout: .seconds(20)))
+            #expect(await state.flush(timeout: .seconds(60)))
             #expect(state.value == Self.green)
             #expect(try await serverValue(server, url) == Self.green)
             let discarded = diagnostics(.localChangesDiscarded, key)
@@ -381,7 +370,7 @@ import FoundationNetworking
                 try await otherDeviceWrites(Self.green, server, url)
                 // A merge at launch: the load at start meets the offline edit, and the merge is sent.
                 let state = launch(key, directory, [sink(server, url, SimulatedNetwork(), merge)])
-                let flushed = await state.flush(timeout: .seconds(20))
+                let flushed = await state.flush(timeout: .seconds(60))
                 let status = state.syncStatus.value
                 #expect(flushed, "run \(run)")
                 #expect(status.isSynced, "run \(run): flush(timeout:) said \(flushed), the status \(status)")
@@ -409,7 +398,7 @@ import FoundationNetworking
             let merged = Paint(color: "orange over green")
             let network = SimulatedNetwork()
             let state = launch(key, directory, [sink(server, url, network, merge)])
-            #expect(await state.flush(timeout: .seconds(20)))  // waits for the load, then sends its merge
+            #expect(await state.flush(timeout: .seconds(60)))  // waits for the load, then sends its merge
             #expect(merges.all == [[Self.teal, Self.orange, Self.green]])
             #expect(try await serverValue(server, url) == merged)
             #expect(state.value == merged)
@@ -492,7 +481,7 @@ import FoundationNetworking
             // The agreement is recorded beside the outbox, so the relaunch has nothing to send.
             let network = SimulatedNetwork()
             let state = launch(key, outbox: outbox, sink(server, url, network))
-            #expect(await state.flush(timeout: .seconds(20)))
+            #expect(await state.flush(timeout: .seconds(60)))
             #expect(try await serverValue(server, url) == Self.orange)
             #expect(network.puts.isEmpty, "\(network.requests.all)")
             #expect(diagnostics(.localChangesDiscarded, key).isEmpty)
@@ -518,7 +507,7 @@ import FoundationNetworking
             // The relaunch finds the server holding the saved edit: it records the agreement.
             let network = SimulatedNetwork()
             let state = launch(key, directory, [sink(server, url, network)])
-            #expect(await state.flush(timeout: .seconds(20)))
+            #expect(await state.flush(timeout: .seconds(60)))
             #expect(state.value == Self.orange)
             #expect(try await serverValue(server, url) == Self.orange)
             #expect(network.puts.isEmpty, "\(network.requests.all)")
@@ -553,7 +542,7 @@ import FoundationNetworking
             let state = launch(key, outbox: outbox, remote)
             await eventually("the server's value to load") { state.value == Self.green }
             _ = await remote.currentETag
-            #expect(await state.flush(timeout: .seconds(20)))
+            #expect(await state.flush(timeout: .seconds(60)))
             #expect(network.puts.isEmpty, "\(network.requests.all)")
             #expect(try await serverValue(server, url) == Self.green)
             #expect(diagnostics(.localChangesDiscarded, key).isEmpty)
@@ -602,7 +591,7 @@ import FoundationNetworking
             let network = SimulatedNetwork()
             let remote = sink(server, url, network, loadsOnStart: step != .requestSent)
             let state = launch(key, directory, [remote])
-            #expect(await state.flush(timeout: .seconds(20)))
+            #expect(await state.flush(timeout: .seconds(60)))
             await eventually("the first request") { !network.requests.all.isEmpty }
             _ = await remote.currentETag  // the load at start has finished
             // What all converge to: the last write, or the one before it when the kill came between

@@ -77,7 +77,7 @@ import FoundationNetworking
                 #expect(state.syncStatus.value.lastError != nil)
                 return
             }
-            #expect(await state.flush(timeout: .seconds(20)))
+            #expect(await state.flush(timeout: .seconds(60)))
             let held = try await server.value(Int.self, at: url)
             #expect(held == state.value, "diverged: the server holds \(held ?? -1), the container \(state.value)")
             #expect(held != 0, "the default value reached the server")

@@ -52,10 +52,10 @@ import Glibc
                 for (field, value) in server.headers { request.setValue(value, forHTTPHeaderField: field) }
             }
             let state = SyncedState(0, key: key, storage: storage, sinks: [sink])
-            #expect(await state.flush(timeout: .seconds(20)))
+            #expect(await state.flush(timeout: .seconds(60)))
             #expect(state.value == 2 * perProcess)
             state.modify { $0 += 1 }
-            #expect(await state.flush(timeout: .seconds(20)))
+            #expect(await state.flush(timeout: .seconds(60)))
             #expect(try await server.value(Int.self, at: url) == 2 * perProcess + 1)
         }
     }
@@ -187,7 +187,7 @@ import Glibc
             }
             let state = SyncedState(0, key: key, storage: storage, sinks: [sink])
             #expect(state.value == 110)
-            #expect(await state.flush(timeout: .seconds(20)))
+            #expect(await state.flush(timeout: .seconds(60)))
             #expect(try await server.value(Int.self, at: url) == 110)
             #expect(state.value == 110)
             #expect(merges.withLock { $0 } == 0)
@@ -241,7 +241,7 @@ import Glibc
         // The sender is gone: the next change takes over, and its agreement is recorded.
         #expect(flock(descriptor, LOCK_UN) == 0)
         state.modify { $0 += 1 }
-        #expect(await state.flush(timeout: .seconds(20)))
+        #expect(await state.flush(timeout: .seconds(60)))
         #expect(sink.sent.last == 21)
         #expect(FileManager.default.contents(atPath: recordFile) != theirs)
     }
@@ -267,7 +267,7 @@ import Glibc
 
         #expect(flock(descriptor, LOCK_UN) == 0)
         try await waitUntil("the value sent") { sink.sent.last == 20 }
-        #expect(await state.flush(timeout: .seconds(20)))
+        #expect(await state.flush(timeout: .seconds(60)))
         #expect(sink.server == 20)
         #expect(try records(directory.url, key).values.map(\.base) == [Data("20".utf8)])
         withExtendedLifetime(state) {}
