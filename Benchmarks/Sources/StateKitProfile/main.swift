@@ -93,7 +93,10 @@ var next = 0
 
 switch scenario {
 case "read":
+    // Read once first: the first read makes the container's Observation bridge, once per
+    // container, as `readBound` makes its registrar before its loop.
     let state = MonitoredState(0, key: "read")
+    next &+= state.value
     measured(count) { next &+= state.value }
 case "readBound":
     let reader = RegisteredReader()
