@@ -14,9 +14,9 @@ import Observation
 final class ObservationPoint: Observable, Sendable {
     /// What every write of the container passes, when a layer registered one (see ``WriteGate``).
     ///
-    /// This and ``keyPath`` come before ``registrar``, whose size is known only at run time (its
-    /// type is resilient): so their offsets are constants, and the inlined ``didSet()`` loads no
-    /// offset to reach them.
+    /// This, ``keyPath`` and ``observableType`` come before ``registrar``, whose size is known
+    /// only at run time (its type is resilient): so their offsets are constants, and the inlined
+    /// ``didSet()`` and ``access()`` load no offset to reach them.
     @usableFromInline
     let writeGate = OnceInstalledReference<WriteGate>()
     @usableFromInline
