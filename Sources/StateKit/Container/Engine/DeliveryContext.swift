@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 #if canImport(Darwin)
 import Darwin
 #elseif canImport(Glibc)
@@ -60,6 +61,9 @@ struct HeldFollowUp {
 struct DeliveryContext {
     @usableFromInline
     struct Fields {
+        /// This thread's identity; see ``DeliveryContext/id``.
+        @usableFromInline
+        let id: ID
         @usableFromInline
         var isDelivering = false
         @usableFromInline
@@ -82,9 +86,14 @@ struct DeliveryContext {
     }
 
     /// Identifies a thread's context, so a deliverer can tell the deliveries its own thread
-    /// queued from those of others.
+    /// queued from those of others: a number never handed out twice. (Not the context's address:
+    /// a thread's context is freed when it ends, and the allocator hands that address to a thread
+    /// started later, which then took the ended thread's queued changes for its own.)
     @usableFromInline
-    typealias ID = UnsafeMutableRawPointer
+    typealias ID = UInt64
+
+    /// The identity the newest context took.
+    private static let lastID = Atomic<ID>(0)
 
     @usableFromInline
     let fields: UnsafeMutablePointer<Fields>
@@ -96,7 +105,7 @@ struct DeliveryContext {
 
     /// This thread's identity among deliverers.
     @inlinable
-    var id: ID { UnsafeMutableRawPointer(fields) }
+    var id: ID { fields.pointee.id }
 
     /// Whether this thread is running handlers right now.
     @inlinable
@@ -173,7 +182,7 @@ struct DeliveryContext {
     @usableFromInline
     static func makeCurrent() -> DeliveryContext {
         let fields = UnsafeMutablePointer<Fields>.allocate(capacity: 1)
-        fields.initialize(to: Fields())
+        fields.initialize(to: Fields(id: lastID.add(1, ordering: .relaxed).newValue))
         pthread_setspecific(threadKey, fields)
         return DeliveryContext(fields: fields)
     }
