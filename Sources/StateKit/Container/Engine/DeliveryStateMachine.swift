@@ -39,11 +39,11 @@ import Synchronization
 ///   the container's *overflow deliverer*, a job on a serial queue of the container's own that
 ///   delivers the backlog in order and lets go when it is empty. So a writer's work is bounded by what it caused.
 /// - A write made outside any handler while another thread delivers is queued and returns at
-///   once, unless more than ``pendingLimit`` items are queued: then it waits until the deliverer
-///   has taken the queue down to ``resumeLimit``, or has delivered the writer's own earlier changes
-///   (backpressure), so memory stays bounded when handlers are slower than writers, and a writer
-///   into a container that others keep at the limit does not wait for them. It waits only for
-///   changes made before its own.
+///   once, unless more than ``pendingLimit`` items are queued and a change of the writer's own is
+///   already past that limit: then it waits until the deliverer has taken the queue down to
+///   ``resumeLimit``, or has delivered the writer's own earlier changes (backpressure), so memory
+///   stays bounded when handlers are slower than writers, and a writer into a container that
+///   others keep at the limit does not wait for them. It waits only for changes made before its own.
 /// - A write made inside a handler never waits: it is queued and delivered after the current
 ///   delivery, so handler chains across containers cannot deadlock. Such writes may take the
 ///   queue past the limit, by at most what the running handlers write.
@@ -155,13 +155,15 @@ struct DeliveryStateMachine<Value> {
     /// past ``pendingLimit``: registers its writer among ``waitingWriters`` and returns the
     /// semaphore it waits on, or returns `nil` when it need not wait.
     ///
-    /// A writer outside handlers waits for its own share only: until the deliverer has taken the
-    /// queue down to ``resumeLimit``, or has delivered the writer's own earlier changes, whichever
-    /// comes first; with none queued it does not wait. So a writer into a container that another
-    /// thread's writes keep at the limit returns at once (it waited for 128 deliveries, over a
-    /// second on a busy machine, issue 43), and the queue stays bounded: past the limit, each
-    /// thread has at most one change of its own, or waits. A write inside a handler owes the wait
-    /// until the queue is down to ``resumeLimit`` (``Scheduling/queuedOverLimit(_:)``).
+    /// A writer outside handlers waits for its own share only, and only when a change of its own
+    /// queued earlier is still past the limit: until the deliverer has taken the queue down to
+    /// ``resumeLimit``, or has delivered the writer's own earlier changes, whichever comes first.
+    /// So a writer into a container that another thread's writes keep at the limit returns at once
+    /// (it waited for 128 deliveries, over a second on a busy machine, issue 43), as does one whose
+    /// earlier change has moved within the limit (it waited for 128 deliveries at each write into
+    /// a binding storm); the queue stays bounded: past the limit, each thread has at most two
+    /// changes of its own, or waits. A write inside a handler owes the wait until the queue is down
+    /// to ``resumeLimit`` (``Scheduling/queuedOverLimit(_:)``).
     ///
     /// It reads the writer from the newest item, the one just queued, and leaves making the
     /// ``Scheduling`` to the inlined caller: taking the item's origin, or returning a ``Scheduling``
@@ -173,7 +175,7 @@ struct DeliveryStateMachine<Value> {
         if !isInsideHandler {
             let origin = queue.last!.origin
             let ownAhead = queue.countThroughLast(ofFirst: queue.count - 1) { $0.origin == origin }
-            guard ownAhead > 0 else { return nil }
+            guard ownAhead > Self.pendingLimit else { return nil }
             until = delivered + UInt64(ownAhead)
         }
         let semaphore = DispatchSemaphore(value: 0)
