@@ -190,13 +190,17 @@ import Testing
     /// whose subscriber's 100 µs sleep took about 8 ms beside the spinning threads, fell behind
     /// this writer alone, and backpressure held the writer, as it should, for 128 of those
     /// deliveries: about a second, here and in CI.
+    ///
+    /// Under ThreadSanitizer the machine is kept busy by the suite alone: with the spinning threads
+    /// too, a write's slowest wait for a lock or for room is the time a woken thread waits for a
+    /// core, and that run measured 1.88 s in CI. The plain run checks the busy machine.
     @Test(arguments: Storm.Kind.allCases)
     func aWriteIntoAStormKeepsTheLivenessBound(_ kind: Storm.Kind) async throws {
         let storm = kind.make()
         let unrelated = MonitoredState(0, key: uniqueKey("unrelated"))
         defer { for token in storm.tokens { token.cancel() } }
         let (slowest, value) = await contending {
-            let spinning = SpinningThreads(count: 2 * ProcessInfo.processInfo.activeProcessorCount)
+            let spinning = SpinningThreads(count: isThreadSanitized ? 0 : 2 * ProcessInfo.processInfo.activeProcessorCount)
             defer { spinning.stop() }
             let slowest = LockedBox((storm: Duration.zero, unrelated: Duration.zero))
             Self.write(into: storm.written, outsideEvery: 5_000) { n in
