@@ -200,7 +200,8 @@ import Testing
         let unrelated = MonitoredState(0, key: uniqueKey("unrelated"))
         defer { for token in storm.tokens { token.cancel() } }
         let (slowest, value) = await contending {
-            let spinning = SpinningThreads(count: isThreadSanitized ? 0 : 2 * ProcessInfo.processInfo.activeProcessorCount)
+            let spinning = SpinningThreads(
+                count: isThreadSanitized ? 0 : 2 * ProcessInfo.processInfo.activeProcessorCount)
             defer { spinning.stop() }
             let slowest = LockedBox((storm: Duration.zero, unrelated: Duration.zero))
             Self.write(into: storm.written, outsideEvery: 5_000) { n in

@@ -273,7 +273,9 @@ import Testing
         }.start()
         // Filled once the filler waits for room, having written its last value.
         let filled = ContinuousClock.now + .seconds(60)
-        while state.lock.withLock({ state.fields.pointee.delivery.waitingWriters.isEmpty }) && ContinuousClock.now < filled {
+        while state.lock.withLock({ state.fields.pointee.delivery.waitingWriters.isEmpty })
+            && ContinuousClock.now < filled
+        {
             usleep(1_000)
         }
         let queued = state.lock.withLock { state.fields.pointee.delivery.queue.count }
