@@ -207,38 +207,63 @@ import Testing
         subscription.cancel()
     }
 
+    /// A container whose first write's delivery holds still, and a thread that fills its queue
+    /// past the limit meanwhile: where the tests of a writer at a full queue start.
+    struct HeldFullQueue {
+        static let limit = DeliveryStateMachine<Int>.pendingLimit
+        /// The filler's last value.
+        static let lastFilled = limit + 2
+        let state = MonitoredState(0, key: uniqueKey())
+        private let held = HeldDelivery()
+        private let subscription: Subscription
+        private let fillerDone = DispatchSemaphore(value: 0)
+
+        /// Writes 1 and waits until its delivery holds still.
+        init() {
+            let held = held
+            subscription = state.subscribe { value in if value == 1 { held.hold() } }
+            Thread { [state] in state.modify(1) }.start()
+            held.waitUntilHeld()
+        }
+
+        /// Has another thread write 2 through ``lastFilled``, and returns how many changes are
+        /// queued once it has written the last (it may wait for room after that).
+        func fill() -> Int {
+            Thread { [state, fillerDone] in
+                for value in 2...Self.lastFilled { state.modify(value) }
+                fillerDone.signal()
+            }.start()
+            let filled = ContinuousClock.now + .seconds(60)
+            while state.value != Self.lastFilled && ContinuousClock.now < filled { usleep(1_000) }
+            return state.lock.withLock { state.fields.pointee.delivery.queue.count }
+        }
+
+        /// Lets the held delivery go on, and waits for the filler and for every queued delivery.
+        func release() async {
+            held.release()
+            waitFor(fillerDone, "the writer that filled the queue")
+            await waitUntilDelivered(state)
+            subscription.cancel()
+        }
+    }
+
     /// A writer with no change of its own queued returns at once from a queue that another
     /// writer holds past its limit, and a delivery holds still: it waits for its own share only.
     /// (It waited until the queue was down to its resume limit: here, until the delivery went on.)
     @Test func aWriterWithNothingQueuedReturnsAtOnceFromAQueueAnotherHoldsAtItsLimit() async {
-        let limit = DeliveryStateMachine<Int>.pendingLimit
-        let state = MonitoredState(0, key: uniqueKey())
-        let held = HeldDelivery()
-        let subscription = state.subscribe { value in if value == 1 { held.hold() } }
-        Thread { state.modify(1) }.start()
-        held.waitUntilHeld()
-        let fillerDone = DispatchSemaphore(value: 0)
-        Thread {
-            for value in 2...(limit + 2) { state.modify(value) }
-            fillerDone.signal()
-        }.start()
-        let filled = ContinuousClock.now + .seconds(60)
-        while state.version < UInt64(limit + 2) && ContinuousClock.now < filled { usleep(1_000) }
-        let queued = state.lock.withLock { state.fields.pointee.delivery.queue.count }
+        let full = HeldFullQueue()
+        let queued = full.fill()
         let outsideReturned = DispatchSemaphore(value: 0)
-        Thread {
+        Thread { [state = full.state] in
             state.modify(-1)
             outsideReturned.signal()
         }.start()
         let returnedWhileHeld = outsideReturned.wait(timeout: .now() + .seconds(5)) == .success
-        held.release()
-        waitFor(fillerDone, "the writer that filled the queue")
+        await full.release()
         if !returnedWhileHeld { waitFor(outsideReturned, "the outside writer") }
-        await waitUntilDelivered(state)
-        #expect(queued > limit, "the filling writer queued only \(queued)")
+        #expect(queued > HeldFullQueue.limit, "the filling writer queued only \(queued)")
         #expect(returnedWhileHeld, "the outside writer waited for the other writer's changes")
-        #expect(state.value == -1)
-        subscription.cancel()
+        #expect(full.state.value == -1)
     }
 
     /// A writer whose earlier change is still queued, but within the limit, returns at once from a
@@ -247,16 +272,11 @@ import Testing
     /// queue to shrink by 128: a write into a binding storm every 5 ms waited for 128 of the
     /// storm's deliveries each time, 1.88 s once in CI under ThreadSanitizer.)
     @Test func aWriterWhoseEarlierChangeIsWithinTheLimitReturnsAtOnce() async {
-        let limit = DeliveryStateMachine<Int>.pendingLimit
-        let state = MonitoredState(0, key: uniqueKey())
-        let held = HeldDelivery()
-        let subscription = state.subscribe { value in if value == 1 { held.hold() } }
-        Thread { state.modify(1) }.start()
-        held.waitUntilHeld()
-        // One thread writes -1 now, near the head of the queue, and -2 once the queue is full.
+        let full = HeldFullQueue()
+        // One thread writes -1 now, at the head of the queue, and -2 once the queue is full.
         let write = (first: DispatchSemaphore(value: 0), second: DispatchSemaphore(value: 0))
         let returned = (first: DispatchSemaphore(value: 0), second: DispatchSemaphore(value: 0))
-        Thread {
+        Thread { [state = full.state] in
             write.first.wait()
             state.modify(-1)
             returned.first.signal()
@@ -266,29 +286,14 @@ import Testing
         }.start()
         write.first.signal()
         waitFor(returned.first, "the outside writer's first write")
-        let fillerDone = DispatchSemaphore(value: 0)
-        Thread {
-            for value in 2...(limit + 2) { state.modify(value) }
-            fillerDone.signal()
-        }.start()
-        // Filled once the filler waits for room, having written its last value.
-        let filled = ContinuousClock.now + .seconds(60)
-        while state.lock.withLock({ state.fields.pointee.delivery.waitingWriters.isEmpty })
-            && ContinuousClock.now < filled
-        {
-            usleep(1_000)
-        }
-        let queued = state.lock.withLock { state.fields.pointee.delivery.queue.count }
+        let queued = full.fill()
         write.second.signal()
         let returnedWhileHeld = returned.second.wait(timeout: .now() + .seconds(5)) == .success
-        held.release()
-        waitFor(fillerDone, "the writer that filled the queue")
+        await full.release()
         if !returnedWhileHeld { waitFor(returned.second, "the outside writer's second write") }
-        await waitUntilDelivered(state)
-        #expect(queued > limit, "the filling writer queued only \(queued)")
+        #expect(queued > HeldFullQueue.limit, "the filling writer queued only \(queued)")
         #expect(returnedWhileHeld, "the outside writer waited for changes queued after its earlier one")
-        #expect(state.value == -2)
-        subscription.cancel()
+        #expect(full.state.value == -2)
     }
 
     @Test func writersOnTheGlobalQueueWaitingAtTheLimitDoNotStarveTheDeliverer() async {
