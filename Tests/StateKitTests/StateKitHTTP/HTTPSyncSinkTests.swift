@@ -4,6 +4,12 @@ import Testing
 
 @testable import StateKitHTTP  // for HTTPSyncSink.retryAfter(from:now:) and the Idempotency-Key form
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// The sink against the hostile fixture server: what real servers cannot be made to do
 /// (503 with Retry-After, never answering, redirects) and the exact bytes of requests.
 @Suite(.timeLimit(.minutes(1))) struct HTTPSyncSinkTests {
@@ -213,11 +219,9 @@ import Testing
     }
 
     @Test func networkErrorsAreRetriedThenGivenUpAsThePolicySays() async throws {
-        let stopped = try FixtureHTTPServer()
-        let url = stopped.url
-        stopped.stop()  // nothing listens on the port now: connections are refused
+        let refused = try RefusedPort()
         let key = uniqueKey()
-        let state = SyncedState(0, key: key) { HTTPSyncSink(endpoint: url, policy: retries(3)) }
+        let state = SyncedState(0, key: key) { HTTPSyncSink(endpoint: refused.url, policy: retries(3)) }
         state.modify(1)
         await state.flush()
         let statistics = state.statistics[0]
@@ -225,6 +229,28 @@ import Testing
         #expect(statistics.retried == 2)
         #expect(statistics.lastError != nil)
         #expect(DiagnosticsRecorder.diagnostics(involving: key).contains { $0.kind == .sinkGaveUp })
+        withExtendedLifetime(refused) {}
+    }
+
+    /// The refused port of the test above is held: no server a parallel test starts can take it,
+    /// as one took a stopped server's port in a CI run. Connections to it are refused.
+    @Test func aRefusedPortIsKeptFromEveryServer() throws {
+        let refused = try RefusedPort()
+        #expect(throws: POSIXError.self) { try LoopbackSocket.bind(port: refused.port, reusingAddress: true) }
+        let client = try LoopbackSocket.bind(reusingAddress: false)
+        defer { close(client.socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = refused.port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(client.socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        let error = errno
+        #expect(connected == -1)
+        #expect(error == ECONNREFUSED)
     }
 
     @Test func anUndecodableServerValueIsAnErrorNamingTheType() async throws {

@@ -50,31 +50,14 @@ final class FixtureHTTPServer: @unchecked Sendable {
         self.script = script
         self.fallback = fallback
         self.maximumRequests = maximumRequests
-        #if canImport(Glibc)
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        #else
-        let socket = Darwin.socket(AF_INET, SOCK_STREAM, 0)
-        #endif
-        guard socket >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
-        var reuse: Int32 = 1
-        setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) }
-        }
-        guard bound == 0, listen(socket, 16) == 0 else {
+        let (socket, port) = try LoopbackSocket.bind(reusingAddress: true)
+        guard listen(socket, 16) == 0 else {
+            let error = POSIXError(.init(rawValue: errno) ?? .EIO)
             close(socket)
-            throw POSIXError(.init(rawValue: errno) ?? .EIO)
-        }
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) }
+            throw error
         }
         self.socket = socket
-        port = UInt16(bigEndian: address.sin_port)
+        self.port = port
         let thread = Thread { [self] in serve() }
         thread.start()
     }

@@ -224,26 +224,9 @@ final class RealHTTPServer: @unchecked Sendable {
     }
 
     private static func freePort() throws -> UInt16 {
-        #if canImport(Glibc)
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        #else
-        let socket = Darwin.socket(AF_INET, SOCK_STREAM, 0)
-        #endif
-        guard socket >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
-        defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) }
-        }
-        guard bound == 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) }
-        }
-        return UInt16(bigEndian: address.sin_port)
+        let (socket, port) = try LoopbackSocket.bind(reusingAddress: false)
+        close(socket)
+        return port
     }
 }
 
