@@ -251,6 +251,7 @@ import Darwin
         let error = errno
         #expect(connected == -1)
         #expect(error == ECONNREFUSED)
+        withExtendedLifetime(refused) {}
     }
 
     @Test func anUndecodableServerValueIsAnErrorNamingTheType() async throws {
