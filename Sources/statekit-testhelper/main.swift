@@ -23,13 +23,14 @@ import StateKit
 //                                                          while it surely lives)
 //   statekit-testhelper shared-… <directory> <key> …       storage shared across processes; see
 //                                                          SharedCommands.swift
+//   statekit-testhelper key-… <directory> <key> …          keys declared once; see KeyCommands.swift
 
 func line(_ text: String) {
     FileHandle.standardOutput.write(Data((text + "\n").utf8))
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
-if arguments.count >= 3, runSharedCommand(arguments) { exit(0) }
+if arguments.count >= 3, runSharedCommand(arguments) || runKeyCommand(arguments) { exit(0) }
 guard arguments.count >= 3 else {
     line("usage: statekit-testhelper write|read|write-loop|follow|move <directory> <key> [value|previous]")
     exit(2)

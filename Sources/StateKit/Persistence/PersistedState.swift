@@ -32,7 +32,8 @@ import Foundation
 /// - Note: All operations on `PersistedState` are thread-safe. A subclass must restate its
 ///   `Sendable` conformance (`extension MyState: @unchecked Sendable {}`).
 open class PersistedState<Value: Codable & Sendable>: MonitoredState<Value> {
-    /// Where the value is saved.
+    /// Where the value is saved: the storage it was created with, or the one
+    /// ``withStateStorage(_:operation:)-(_,()->Result)`` put in its place.
     public let storage: any StateStorage
 
     /// The key's cell and what saves it; `nil` after a key conflict (the container lives in
@@ -62,6 +63,7 @@ open class PersistedState<Value: Codable & Sendable>: MonitoredState<Value> {
     ///     container of an earlier key has its newest value moved, then holds its default (one
     ///     ``ChangeOrigin/external`` change).
     public init(_ defaultValue: Value, key: String, storage: any StateStorage, previousKeys: [String] = []) {
+        let storage = StateStorageOverride.resolve(storage)
         let persistence = StoredValue.shared(
             key: key, storage: storage, previousKeys: previousKeys, defaultValue: defaultValue)
         self.storage = storage

@@ -39,7 +39,10 @@ import Foundation
 /// - Note: All operations on `UserDefaultsState` are thread-safe. A subclass must restate its
 ///   `Sendable` conformance (`extension MyState: @unchecked Sendable {}`).
 open class UserDefaultsState<Value>: MonitoredState<Value> {
-    /// The defaults the value is stored in.
+    /// The defaults the value is stored in: the ones it was created with, or those of a
+    /// ``UserDefaultsStateStorage`` that ``withStateStorage(_:operation:)-(_,()->Result)`` put in
+    /// their place. Under an override of another storage, the value is kept there (as a property
+    /// list) and these defaults are not written.
     public let defaults: UserDefaults
 
     /// The key's cell and what stores it; `nil` after a key conflict (the container lives in
@@ -60,12 +63,21 @@ open class UserDefaultsState<Value>: MonitoredState<Value> {
     ///   - previousKeys: Keys earlier releases stored the value under, newest first; see
     ///     ``PersistedState/init(_:key:storage:previousKeys:)``.
     public init(_ defaultValue: Value, key: String, defaults: UserDefaults = .standard, previousKeys: [String] = []) {
-        let storage = UserDefaultsStateStorage(defaults)
-        let persistence = StoredValue.shared(
-            key: key, location: storage.location, previousKeys: previousKeys, defaultValue: defaultValue,
-            savesInline: true
-        ) { .defaults(key: $0, storage: storage, defaultValue: defaultValue) }
-        self.defaults = defaults
+        let storage = StateStorageOverride.resolve(UserDefaultsStateStorage(defaults))
+        let persistence: StoredValue<Value>?
+        if let suite = storage as? UserDefaultsStateStorage {
+            persistence = StoredValue.shared(
+                key: key, location: suite.location, previousKeys: previousKeys, defaultValue: defaultValue,
+                savesInline: true
+            ) { .defaults(key: $0, storage: suite, defaultValue: defaultValue) }
+            self.defaults = suite.defaults
+        } else {
+            persistence = StoredValue.shared(
+                key: key, location: storage.location, previousKeys: previousKeys, defaultValue: defaultValue,
+                savesInline: false
+            ) { .propertyList(key: $0, storage: storage, defaultValue: defaultValue) }
+            self.defaults = defaults
+        }
         self.persistence = persistence
         super.init(defaultValue, key: key, joining: persistence?.cell)
         persistence?.add(self)

@@ -20,6 +20,7 @@ extension SyncedState where Value: Codable {
         previousKeys: [String] = [],
         sinks: [any StateSink<Value>]
     ) {
+        let storage = StateStorageOverride.resolve(storage)
         let persistence = StoredValue.shared(
             key: key, storage: storage, previousKeys: previousKeys, defaultValue: defaultValue)
         self.init(defaultValue, key: key, sinks: sinks, persistence: persistence, storage: storage)

@@ -62,6 +62,7 @@ let directory = URL.temporaryDirectory.appending(path: "statekit-doc-examples")
 let settingsDirectory = directory
 let supportDirectory = directory
 let sharedDirectory = directory
+let appGroupDirectory = directory
 let eventsURL = directory.appending(path: "events.jsonl")
 let url = URL(string: "https://api.example.com/state")!
 let profileURL = URL(string: "https://api.example.com/profile")!

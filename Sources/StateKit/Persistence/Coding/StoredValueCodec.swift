@@ -42,20 +42,53 @@ struct StoredValueCodec<Value>: Sendable {
 extension StoredValueCodec where Value: Codable & Sendable {
     /// JSON bytes in `storage`, read with the missing properties taken from `defaultValue`.
     static func bytes(key: String, storage: any StateStorage, defaultValue: Value) -> Self {
-        let watcher = storage as? any WatchableStateStorage
         let fill = UncheckedSendable(defaultValue)
+        return .bytes(
+            key: key, storage: storage,
+            decode: { try PersistenceCoder.decode(from: $0, filling: fill.value) },
+            encode: { try PersistenceCoder.encode($0) })
+    }
+}
+
+extension StoredValueCodec {
+    /// `UserDefaults`' one format (see ``DefaultsValueCoding``) as a binary property list in a
+    /// byte storage: where a ``UserDefaultsState`` keeps its value under
+    /// ``withStateStorage(_:operation:)-(_,()->Result)``, so that values `UserDefaults` takes but
+    /// JSON does not are kept too.
+    static func propertyList(key: String, storage: any StateStorage, defaultValue: Value) -> Self {
+        let fill = UncheckedSendable(defaultValue)
+        return .bytes(
+            key: key, storage: storage,
+            decode: { data in
+                let list = try PropertyListSerialization.propertyList(from: data, format: nil)
+                guard let object = (list as? [String: Any])?["value"] else {
+                    throw DecodingError.dataCorrupted(
+                        .init(codingPath: [], debugDescription: "not a property list of StateKit's"))
+                }
+                return try DefaultsValueCoding.value(from: object, filling: fill.value)
+            },
+            encode: { value in
+                guard let object = try DefaultsValueCoding.object(for: value) else { return nil }
+                return try PropertyListSerialization.data(fromPropertyList: ["value": object], format: .binary, options: 0)
+            })
+    }
+
+    /// Bytes in `storage`, made and read by `encode` and `decode` (`encode` returns `nil` to
+    /// remove the key).
+    private static func bytes(
+        key: String,
+        storage: any StateStorage,
+        decode: @escaping @Sendable (Data) throws -> Value,
+        encode: @escaping @Sendable (Value) throws -> Data?
+    ) -> Self {
+        let watcher = storage as? any WatchableStateStorage
         return StoredValueCodec(
             load: {
                 guard let data = try storage.load(forKey: key) else { return nil }
                 return StoredRepresentation(payload: data, fingerprint: data)
             },
-            decode: { representation in
-                try PersistenceCoder.decode(from: representation.payload as! Data, filling: fill.value)
-            },
-            encode: { value in
-                let data = try PersistenceCoder.encode(value)
-                return StoredRepresentation(payload: data, fingerprint: data)
-            },
+            decode: { representation in try decode(representation.payload as! Data) },
+            encode: { value in try encode(value).map { StoredRepresentation(payload: $0, fingerprint: $0) } },
             store: { representation in
                 if let representation {
                     try storage.save(representation.payload as! Data, forKey: key)
