@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SNIPPETS = ROOT / "Scripts" / "compile-fails"
 GOTCHAS = ROOT / "Sources" / "StateKit" / "StateKit.docc" / "Essentials" / "Gotchas.md"
 MARKER = re.compile(r"//\s*(error|gotcha):\s*(.+?)\s*(?=//\s*(?:error|gotcha):|$)")
-DIAGNOSTIC = re.compile(r"^(.*?):(\d+):(\d+): error: (.*)$")
+DIAGNOSTIC = re.compile(r"^(.*?):(\d+):(\d+): (error|note): (.*)$")
 
 
 def scratch_path():
@@ -54,10 +54,20 @@ def typecheck(path, modules):
         command += ["-target", f"{platform.machine()}-apple-macos15.0"]
     run = subprocess.run(command + [str(path)], capture_output=True, text=True)
     errors = {}
+    in_expansion = []  # errors inside a macro's expansion, waiting for the snippet line it came from
     for line in (run.stdout + run.stderr).splitlines():
         match = DIAGNOSTIC.match(line)
-        if match and Path(match.group(1)).name == path.name:
-            errors.setdefault(int(match.group(2)), []).append(match.group(4))
+        if not match:
+            continue
+        in_snippet = Path(match.group(1)).name == path.name
+        if match.group(4) == "error" and in_snippet:
+            errors.setdefault(int(match.group(2)), []).append(match.group(5))
+        elif match.group(4) == "error" and "@__swiftmacro_" in match.group(1):
+            in_expansion.append(match.group(5))
+        elif in_snippet and in_expansion:
+            # The first note in the snippet after such an error names the expanded declaration.
+            errors.setdefault(int(match.group(2)), []).extend(in_expansion)
+            in_expansion = []
     return run.returncode, errors
 
 

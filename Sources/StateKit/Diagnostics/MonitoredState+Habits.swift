@@ -205,6 +205,38 @@ extension MonitoredState {
     )
     public func save() { fatalError("unavailable") }
 
+    // MARK: The Composable Architecture
+
+    /// TCA's `store.scope(state:action:)`; StateKit's is a projection of the part.
+    @available(
+        *, unavailable,
+        message: """
+            StateKit has no stores of actions: a part of a container is the projection `state.child` (or \
+            `state.observe(\\.child)`), which you read, subscribe to, and write with `state.child ~> value` or \
+            `state.child.modify { ... }`
+            """
+    )
+    public func scope<Child, ChildAction, Action>(
+        state: KeyPath<Value, Child>, action: (ChildAction) -> Action
+    ) -> Observed<Child> {
+        fatalError("unavailable")
+    }
+
+    /// TCA's `store.scope(state:action:)` with a case key path; StateKit's is a projection of the part.
+    @available(
+        *, unavailable,
+        message: """
+            StateKit has no stores of actions: a part of a container is the projection `state.child` (or \
+            `state.observe(\\.child)`), which you read, subscribe to, and write with `state.child ~> value` or \
+            `state.child.modify { ... }`
+            """
+    )
+    public func scope<Child, ActionPart>(state: KeyPath<Value, Child>, action: KeyPath<Value, ActionPart>)
+        -> Observed<Child>
+    {
+        fatalError("unavailable")
+    }
+
     // MARK: Member syntax
 
     /// Member syntax for a name that is not a member of the container nor an `Equatable` property

@@ -184,6 +184,38 @@ extension Observed {
     )
     public func save() { fatalError("unavailable") }
 
+    // MARK: The Composable Architecture
+
+    /// TCA's `store.scope(state:action:)`; StateKit's is a projection of the part.
+    @available(
+        *, unavailable,
+        message: """
+            StateKit has no stores of actions: a part of a projection is the projection `projection.child` \
+            (or `projection.observe(\\.child)`), which you read, subscribe to, and write with `~>` when it is \
+            writable
+            """
+    )
+    public func scope<Child, ChildAction, Action>(
+        state: KeyPath<Value, Child>, action: (ChildAction) -> Action
+    ) -> Observed<Child> {
+        fatalError("unavailable")
+    }
+
+    /// TCA's `store.scope(state:action:)` with a case key path; StateKit's is a projection of the part.
+    @available(
+        *, unavailable,
+        message: """
+            StateKit has no stores of actions: a part of a projection is the projection `projection.child` \
+            (or `projection.observe(\\.child)`), which you read, subscribe to, and write with `~>` when it is \
+            writable
+            """
+    )
+    public func scope<Child, ActionPart>(state: KeyPath<Value, Child>, action: KeyPath<Value, ActionPart>)
+        -> Observed<Child>
+    {
+        fatalError("unavailable")
+    }
+
     // MARK: Member syntax
 
     /// Member syntax for a name that is not a member of the projection nor an `Equatable` property
