@@ -8,9 +8,9 @@
 # public API exactly as a user's code does. Blocks are independent of each other, like doctests.
 #
 # How a block becomes a file: types, extensions, protocols, imports and `@Test` functions that
-# start in column 0 go to file scope (named types made `fileprivate` so that examples do not
-# clash); every other line goes, in order, into an `async throws` function of its own, so `try`
-# and `await` work as at top level. `import StateKit` is implied. Compiler errors point at the
+# start in column 0 go to file scope (named types, and extensions that add no conformance, made
+# `fileprivate` so that examples do not clash); every other line goes, in order, into an `async
+# throws` function of its own, so `try` and `await` work as at top level. `import StateKit` is implied. Compiler errors point at the
 # documentation's own lines.
 #
 # Conventions (HTML comments, which DocC and GitHub do not render, on the lines right before a

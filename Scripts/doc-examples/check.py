@@ -213,12 +213,26 @@ def braces(line):
     return line.count("{") - line.count("}")
 
 
+PLAIN_EXTENSION = re.compile(r"^((?:@\w+(?:\([^)]*\))?\s+)*)(extension\s+[\w.]+(?:\s+where\b[^{]*)?\s*\{)")
+
+
+def private_extension(line):
+    """`fileprivate extension X {` for an extension that adds no conformance, else `None`: its
+    members (a `StateKeys` key, say) become file-private, like the examples' types they use."""
+    match = PLAIN_EXTENSION.match(line)
+    return match.group(1) + "fileprivate " + line[len(match.group(1)) :] if match else None
+
+
 def make_private(lines):
-    """Adds `fileprivate` to the first named type or test function of a declaration."""
+    """Adds `fileprivate` to the first named type or test function of a declaration, or to an
+    extension that adds no conformance."""
     out = list(lines)
     for n, line in enumerate(out):
         if line.lstrip().startswith("@") and ATTRIBUTE_LINE.match(line):
             continue
+        if private_extension(line):
+            out[n] = private_extension(line)
+            return out
         if re.match(r"^(?:@\w+(?:\([^)]*\))?\s+)*(import|extension|precedencegroup|infix|prefix|postfix)\b", line):
             return out
         if ACCESS.search(line.split("{")[0]):
@@ -268,6 +282,9 @@ def make_file_private(lines):
     for n, line in enumerate(out):
         if ATTRIBUTE_LINE.match(line):
             continue
+        if private_extension(line):
+            out[n] = private_extension(line)
+            return out
         if re.match(r"^(?:@\w+(?:\([^)]*\))?\s+)*(extension|precedencegroup|infix|prefix|postfix)\b", line):
             return out
         if ACCESS.search(line.split("{")[0].split("=")[0]):

@@ -5,10 +5,10 @@
 /// struct Habit: Codable, Equatable, Sendable { var name: String }
 ///
 /// extension StateKeys {
-///     static let tracker = StateKey("tracker", default: [Habit](), storage: .file(appGroupDirectory))
+///     static let sharedHabits = StateKey("habits", default: [Habit](), storage: .file(appGroupDirectory))
 /// }
 ///
-/// let tracker = PersistedState(.tracker)        // the app, the widget and the intent alike
+/// let habits = PersistedState(.sharedHabits)    // the app, the widget and the intent alike
 /// ```
 ///
 /// - Note: It has no members of its own; all operations on it are thread-safe. It is
@@ -27,14 +27,14 @@ public class StateKeys: @unchecked Sendable {
 ///
 /// ```swift
 /// extension StateKeys {
-///     static let theme = StateKey("theme", default: "light")   // in UserDefaults.standard
-///     static let username = StateKey("username", default: "", previousKeys: ["displayName"])
+///     static let appTheme = StateKey("app-theme", default: "light")   // in UserDefaults.standard
+///     static let accountName = StateKey("account-name", default: "", previousKeys: ["displayName"])
 /// }
 ///
 /// final class SettingsModel {
-///     @Persisted(.theme) var theme: String
+///     @Persisted(.appTheme) var theme: String
 /// }
-/// let username = SyncedState(.username, sinks: [LoggingSink()])
+/// let accountName = SyncedState(.accountName, sinks: [LoggingSink()])
 /// ```
 ///
 /// Containers made from one key share one cell, as any persisted containers of one key in one
@@ -86,7 +86,7 @@ extension PersistedState {
     /// Creates the container of a declared key: the value stored for it, or its default.
     ///
     /// ```swift
-    /// let tracker = PersistedState(.tracker)
+    /// let habits = PersistedState(.habitList)
     /// ```
     public convenience init(_ key: StateKey<Value>) {
         self.init(key.defaultValue, key: key.name, storage: key.storage, previousKeys: key.previousKeys)
@@ -99,7 +99,7 @@ extension SyncedState where Value: Codable {
     /// ``init(_:key:storage:previousKeys:sinks:)-(_,_,_,_,[StateSink<Value>])``.
     ///
     /// ```swift
-    /// let tracker = SyncedState(.tracker, sinks: [LoggingSink()])
+    /// let habits = SyncedState(.habitList, sinks: [LoggingSink()])
     /// ```
     public convenience init(_ key: StateKey<Value>, sinks: [any StateSink<Value>]) {
         self.init(
@@ -109,7 +109,7 @@ extension SyncedState where Value: Codable {
     /// Creates the container of a declared key whose sinks are listed in a block.
     ///
     /// ```swift
-    /// let tracker = SyncedState(.tracker) {
+    /// let habits = SyncedState(.habitList) {
     ///     LoggingSink()
     /// }
     /// ```
@@ -119,7 +119,7 @@ extension SyncedState where Value: Codable {
 }
 
 extension Persisted {
-    /// A property stored under a declared key: `@Persisted(.theme) var theme: String`.
+    /// A property stored under a declared key: `@Persisted(.appTheme) var theme: String`.
     public init(_ key: StateKey<Value>) {
         self.init(PersistedState(key))
     }
@@ -127,7 +127,7 @@ extension Persisted {
 
 extension Synced where Value: Codable {
     /// A property stored under a declared key, whose changes are saved and sent to `sinks`:
-    /// `@Synced(.tracker, sinks: [LoggingSink()]) var habits: [Habit]`.
+    /// `@Synced(.habitList, sinks: [LoggingSink()]) var habits: [Habit]`.
     public init(_ key: StateKey<Value>, sinks: [any StateSink<Value>]) {
         self.init(SyncedState(key, sinks: sinks))
     }

@@ -92,3 +92,5 @@ struct API: Sendable {
 }
 let api = API()
 let backend = JSONLinesAnalyticsBackend(fileURL: eventsURL)
+struct Habit: Codable, Equatable, Sendable { var name = "" }
+extension StateKeys { static let habitList = StateKey("habit-list", default: [Habit](), storage: .file(directory)) }

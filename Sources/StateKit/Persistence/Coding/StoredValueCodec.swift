@@ -69,7 +69,8 @@ extension StoredValueCodec {
             },
             encode: { value in
                 guard let object = try DefaultsValueCoding.object(for: value) else { return nil }
-                return try PropertyListSerialization.data(fromPropertyList: ["value": object], format: .binary, options: 0)
+                return try PropertyListSerialization.data(
+                    fromPropertyList: ["value": object], format: .binary, options: 0)
             })
     }
 

@@ -6,3 +6,4 @@ let settingsDirectory = directory
 enum Theme: String, Codable, Sendable { case light, dark }
 struct Profile: Codable, Equatable, Sendable { var name = "" }
 struct SettingsV1: Decodable { var theme: String }
+let appGroupDirectory = URL.temporaryDirectory.appending(path: "statekit-doc-examples-group")
