@@ -53,7 +53,7 @@ let persistenceSection = TourSection(
     print("a release-1 window {width: 800} migrated to \(window.value)")
 
     try storage.save(Data("{not json".utf8), forKey: "profile")
-    print("a corrupt profile.json; loading it reports a diagnostic (on standard error):")
+    print("a corrupt profile.json; loading it reports a diagnostic (the tour's handler prints it here):")
     let profile = PersistedState(["name": "default"], key: "profile", storage: storage)
     print("profile started from its default: \(profile.value); the bytes were kept aside:")
     for name in try FileManager.default.contentsOfDirectory(atPath: persistenceTourDirectory.path).sorted()

@@ -18,6 +18,11 @@ let sections: [TourSection] = [
     observationSection,
 ]
 
+// Diagnostics are printed in the tour's own output, where the step that caused them is: on
+// standard error they came out of order with the buffered standard output (a pipe), before the
+// tour had begun.
+StateDiagnostics.handler = { print("   diagnostic: \($0)") }
+
 let arguments = CommandLine.arguments.dropFirst()
 if arguments.contains("--help") || arguments.contains("-h") {
     print("usage: statekit-demo [section ...]\n\nSections (all run when none is named):")

@@ -7,7 +7,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-/// DESIGN 21, "one cell, one remote channel": persisted containers of one key in one storage
+/// One cell, one remote channel: persisted containers of one key in one storage
 /// that sync to one destination share one pipeline, one engine and one sync record, so their
 /// conditional writes never conflict with each other (issue 42, item 3). Against every real server.
 @Suite(.timeLimit(.minutes(3)), .serialized) struct OneChannelPerCellTests {

@@ -1,10 +1,9 @@
 import Foundation
 
-/// What one key's cell has saved and what it has sent: the one owner of that bookkeeping
-/// (DESIGN 20–23), and what each event makes the cell do.
+/// What one key's cell has saved and what it has sent, and what each event makes the cell do.
 ///
 /// A value type, as ``SinkPipelineStateMachine`` is: its holder (``StoredValue`` for a persisted
-/// cell, ``SyncRecordStore`` for a synced container without storage) calls an event under its
+/// cell, ``StandaloneLedger`` for a synced container without storage) calls an event under its
 /// lock, the event updates the ledger and returns what to do, and the holder does that I/O after
 /// unlocking, on the cell's own queue: never under a container's lock, never on the writer's
 /// thread, never on a thread of the cooperative pool (``SyncedState/flush()`` awaits the queue).

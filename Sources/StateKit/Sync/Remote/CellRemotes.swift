@@ -2,7 +2,7 @@ import Foundation
 
 /// The remote-sync channels of one persisted key's cell, one per destination, and the key's one
 /// store of sync records: what makes persisted ``SyncedState``s of one key that sync to one
-/// destination share one channel and one ledger (DESIGN 21).
+/// destination share one channel and one ledger.
 ///
 /// The first container to sync the cell to a destination (a ``RemoteSyncSink/destination``) makes
 /// its pipeline, connects its sink through the cell and hands both to this object, which feeds

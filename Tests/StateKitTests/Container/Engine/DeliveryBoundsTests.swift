@@ -4,7 +4,7 @@ import Testing
 
 @testable import StateKit
 
-/// Bounded work per writer and bounded memory (DESIGN.md semantics 3, as amended), and the
+/// Bounded work per writer and bounded memory (the delivery contract in the Delivery semantics article), and the
 /// deadlocks the bounded design had to rule out.
 @Suite struct DeliveryBoundsTests {
     /// What one run of writers measured.

@@ -3,7 +3,7 @@ import Testing
 
 @testable import StateKit
 
-/// The cell's ledger (DESIGN 20–23): its transitions, and what they promise a persisted synced
+/// The cell's ledger: its transitions, and what they promise a persisted synced
 /// container under contention and a slow disk: storage never holds an agreement on a value it
 /// does not hold, no save holds a writer, and flushes never block the cooperative pool.
 @Suite(.contendingTimeLimit) struct CellLedgerTests {

@@ -4,7 +4,7 @@ import StateKitTesting
 import Testing
 
 /// Keys that move while a cell of the earlier key is alive in the process (issue 42, item 5):
-/// the move goes through that cell (DESIGN 21), so it copies the cell's newest value, the cell
+/// the move goes through that cell, so it copies the cell's newest value, the cell
 /// sees the key emptied as one outside change, and a container opened on the earlier key
 /// afterwards reads the default, not the moved value.
 @Suite struct KeyMoveLiveCellTests {
