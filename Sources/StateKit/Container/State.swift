@@ -129,6 +129,7 @@ open class State<Value> {
         _ = observation.install(cell.installObservationPoint())
         runsOwnHook = !isStateKitType(type(of: self))
         if runsOwnHook { joinHooks() }
+        InspectionRegistry.shared.add(self)
     }
 
     private func setUpHook() {
@@ -136,6 +137,7 @@ open class State<Value> {
         runsOnlyOwnHook = runsOwnHook
         runsHook = runsOwnHook
         hasAudience = runsHook
+        InspectionRegistry.shared.add(self)
     }
 
     deinit {

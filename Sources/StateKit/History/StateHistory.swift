@@ -46,15 +46,15 @@ public final class StateHistory {
     }
 
     /// What the history has recorded: the tracked values as it last saw them, and the steps.
-    private struct Record {
+    struct Record {
         var last: HistorySnapshot
         var undoSteps: [HistoryStep] = []
         var redoSteps: [HistoryStep] = []
     }
 
-    private let containers: [TrackedContainer]
+    let containers: [TrackedContainer]
     private let limit: Int
-    private let record: LockedBox<Record>
+    let record: LockedBox<Record>
     /// Set once, by `init`.
     private var watches: [Subscription] = []
     private let availability: MonitoredState<Availability>
@@ -73,6 +73,7 @@ public final class StateHistory {
         self.record = LockedBox(Record(last: HistorySnapshot.take(of: tracked)))
         self.availability = MonitoredState(
             Availability(), key: "history(\(tracked.map(\.key).joined(separator: ", ")))")
+        InspectionRegistry.shared.remove(availability)
         watches = tracked.indices.map { index in
             tracked[index].watch { [weak self] origin in
                 if origin == .remote || origin == .external {
@@ -82,6 +83,7 @@ public final class StateHistory {
                 }
             }
         }
+        InspectionRegistry.shared.add(self)
     }
 
     /// Whether ``undo()`` has a step to undo.

@@ -17,6 +17,7 @@ final class SyncStatusMonitor<Value: Sendable>: Sendable {
     init(key: String, pipelines: [SinkPipeline<Value>]) {
         self.pipelines = pipelines
         state = MonitoredState(SyncStatus(pipelines.map(\.statusSnapshot)), key: "\(key).syncStatus")
+        InspectionRegistry.shared.remove(state)
         observed = state.readOnly
     }
 

@@ -156,7 +156,8 @@ extension State {
             publishAndUnlock: { entry, context, mayClaim in
                 let entry = unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)
                 return State.withContainer(of: entry) { state in
-                    guard state.hasAudience else {
+                    guard state.hasAudience, !(state.fields.pointee.tally.isOn && state.countChangeLocked(entry.origin))
+                    else {
                         state.lock.unlock()
                         return false
                     }

@@ -13,11 +13,14 @@
 struct ContainerFields<Value> {
     @usableFromInline
     var version: UInt64 = 0
-    /// Whether a change has anyone to tell (subscribers, projections, listeners, a hook or a write
-    /// observer); kept equal to `runsHook || !audience.isEmpty || writeObserver != nil` by
-    /// ``State/audienceChangedLocked()``.
+    /// Whether a change has anyone to tell (subscribers, projections, listeners, a hook, a write
+    /// observer or a change tally); kept equal to `hasListeners || tally.isOn` by
+    /// ``audienceChanged()``.
     @usableFromInline
     var hasAudience = false
+    /// Counts changes for a poller when on; see ``ChangeTally``.
+    @usableFromInline
+    var tally = ChangeTally()
     /// Whether some subscriber wants ``StateChange`` records (old value, timestamp); kept equal
     /// to `audience.changeSubscriberCount > 0`.
     @usableFromInline
@@ -162,7 +165,9 @@ extension ContainerFields {
     /// Recomputes the fast-path flags after the audience changed. Called with the lock held.
     @inlinable
     mutating func audienceChanged() {
-        hasAudience = runsHook || !audience.isEmpty || writeObserver != nil
+        let hasListeners = runsHook || !audience.isEmpty || writeObserver != nil
+        hasAudience = hasListeners || tally.isOn
+        tally.isAlone = tally.isOn && !hasListeners
         wantsChangeRecords = audience.changeSubscriberCount > 0
     }
 
@@ -214,7 +219,8 @@ extension ContainerFields {
         #if DEBUG
         delivery.checkInvariants(claim: claim)
         precondition(
-            hasAudience == (runsHook || !audience.isEmpty || writeObserver != nil), "'\(key())': hasAudience is stale")
+            hasAudience == (runsHook || !audience.isEmpty || writeObserver != nil || tally.isOn),
+            "'\(key())': hasAudience is stale")
         precondition(
             wantsChangeRecords == (audience.changeSubscriberCount > 0), "'\(key())': wantsChangeRecords is stale")
         precondition(

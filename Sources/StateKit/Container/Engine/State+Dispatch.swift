@@ -31,6 +31,10 @@ extension State {
         oldValue: Value?, announcedByHand: Bool = false, origin: ChangeOrigin = .local,
         scope: ProjectionGroupBase? = nil
     ) {
+        if fields.pointee.tally.isOn && countChangeLocked(origin) {
+            lock.unlock()
+            return
+        }
         let context = DeliveryContext.current(key: deliveryKey)
         guard !context.isDelivering && mayClaimLocked else {
             scheduleChangeAndUnlock(oldValue: oldValue, announcedByHand: announcedByHand, origin: origin, in: context)
@@ -57,6 +61,15 @@ extension State {
         notify(change, subscribers: subscribers, others: others, scope: scope, in: context)
         finishDelivery(in: context)
         context.endOutermost()
+    }
+
+    /// Counts the change at the current version in the ``ChangeTally``, and returns whether the
+    /// tally is all the audience, so that there is nothing more to do. Call it with the lock held,
+    /// when the tally is on. Not inlined: only an inspected container runs it.
+    @inlinable @inline(never)
+    final func countChangeLocked(_ origin: ChangeOrigin) -> Bool {
+        fields.pointee.tally.count(origin)
+        return fields.pointee.tally.isAlone
     }
 
     /// Whether a thread that is not delivering may take the claim and deliver the change at the

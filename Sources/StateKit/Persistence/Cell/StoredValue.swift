@@ -97,6 +97,8 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
         self.previousCodecs = previousCodecs
         self.defaultValue = defaultValue
         self.cell = MonitoredState(defaultValue, key: key)
+        // The key's containers, which share the cell, are what an inspector shows.
+        InspectionRegistry.shared.remove(cell)
         // Its containers' validators become the cell's after it is shared.
         cell.assignsBlindly = false
         self.savesInline = savesInline
