@@ -5,7 +5,7 @@ import Foundation
 /// <!-- no-check: package API, which the examples' package cannot see -->
 /// ```swift
 /// for container in InspectionRegistry.shared.containers {
-///     let reading = container.readTally()
+///     let reading = container.readTally(clearing: true)
 ///     print(container.key, reading.version, reading.value)
 /// }
 /// ```
@@ -20,8 +20,9 @@ package protocol InspectableContainer: AnyObject {
     var cellIdentity: ObjectIdentifier { get }
     /// Whether its ``ChangeTally`` is on.
     var countsChanges: Bool { get set }
-    /// Reads the value and version, and what the tally counted since the last reading (clearing it).
-    func readTally() -> TallyReading
+    /// Reads the value and version, and what the tally counted since the last reading that
+    /// cleared it; clears the tally when `clearing` is `true`.
+    func readTally(clearing: Bool) -> TallyReading
 }
 
 /// A container's value and version, read at one moment, with the origins of the changes its
@@ -60,12 +61,12 @@ extension State: InspectableContainer {
         }
     }
 
-    package func readTally() -> TallyReading {
+    package func readTally(clearing: Bool) -> TallyReading {
         lock.lock()
         let value = storedValue
         let version = storedVersion
         let tally = fields.pointee.tally
-        fields.pointee.tally.seen = 0
+        if clearing { fields.pointee.tally.seen = 0 }
         let count = audience.subscribers.count + audience.projections.count
         lock.unlock()
         return TallyReading(
