@@ -26,6 +26,7 @@ let package = Package(
             name: "StateKitTests",
             dependencies: ["StateKit", "StateKitTesting", "StateKitHTTP", "statekit-sinks-helper", "statekit-testhelper"]
         ),
+        .testTarget(name: "StateKitInspectorTests", dependencies: ["StateKit", "StateKitInspector"]),
     ],
     swiftLanguageModes: [.v6]
 )

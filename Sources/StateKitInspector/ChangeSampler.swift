@@ -5,7 +5,7 @@ import StateKit
 /// Finds the changes of every container while a page is open and sends them to the open pages.
 ///
 /// While at least one page listens, the registry's change tallies are on (see
-/// ``StateKit/InspectionRegistry/isCounting``), and a thread of the sampler reads every container
+/// ``StateKit/InspectionRegistry/beginCounting()``), and a thread of the sampler reads every container
 /// ``interval`` apart: each one whose version moved becomes one `change` event, with the origins
 /// its tally counted and its value before and after. Several changes between two readings are
 /// one event (its `from` version tells how many). When the last page leaves, the tallies are
@@ -66,7 +66,7 @@ final class ChangeSampler: Sendable {
             defer { books.clients = [] }
             let isFirstStop = !books.isStopped
             books.isStopped = true
-            if isFirstStop && !books.clients.isEmpty { registry.isCounting = false }
+            if isFirstStop && !books.clients.isEmpty { registry.endCounting() }
             return isFirstStop ? books.clients : nil
         }
         guard let clients else { return }
@@ -81,7 +81,7 @@ final class ChangeSampler: Sendable {
         books.withLock { books in
             guard !books.isStopped else { return nil }
             if books.clients.isEmpty {
-                registry.isCounting = true
+                registry.beginCounting()
                 books.known = [:]
                 for container in registry.containers {
                     let reading = container.readTally(clearing: true)
@@ -100,7 +100,7 @@ final class ChangeSampler: Sendable {
             guard let index = books.clients.firstIndex(where: { $0 === client }) else { return }
             books.clients.remove(at: index)
             if books.clients.isEmpty && !books.isStopped {
-                registry.isCounting = false
+                registry.endCounting()
                 books.known = [:]
             }
         }

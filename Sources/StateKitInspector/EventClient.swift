@@ -15,6 +15,7 @@ final class EventClient: Sendable {
     private struct Buffer {
         var events: [Data] = []
         var hasGap = false
+        var gapCount = 0
         var isClosed = false
     }
 
@@ -35,6 +36,11 @@ final class EventClient: Sendable {
         buffer.withLock { $0.events.count }
     }
 
+    /// How many times the buffer was full and emptied: the page missed changes that many times.
+    var gapCount: Int {
+        buffer.withLock { $0.gapCount }
+    }
+
     /// Queues `event` for the page, or, when the buffer is full, drops the buffer and marks a gap.
     func send(_ event: Data) {
         let isQueued = buffer.withLock { buffer in
@@ -42,6 +48,7 @@ final class EventClient: Sendable {
             if buffer.events.count >= Self.capacity {
                 buffer.events.removeAll(keepingCapacity: true)
                 buffer.hasGap = true
+                buffer.gapCount += 1
                 return true
             }
             buffer.events.append(event)

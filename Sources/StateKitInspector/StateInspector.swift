@@ -35,7 +35,8 @@ public final class StateInspector: Sendable {
     public let url: URL
     /// The port the inspector listens on: the one asked for, or the one the system chose.
     public let port: UInt16
-    private let server: InspectorServer
+    /// The server; tests read its pages' buffers.
+    let server: InspectorServer
 
     private init(server: InspectorServer, host: String) {
         self.server = server

@@ -54,6 +54,7 @@ final class DerivedNode<Value>: @unchecked Sendable {
             inputs: inputs, stamps: stamps, isDuplicate: isDuplicate, evaluate: evaluate,
             makeStorage: { value in
                 storage = MonitoredState(value, key: key)
+                InspectionRegistry.shared.remove(storage!)
                 return storage!
             },
             observation: observation)
@@ -80,6 +81,7 @@ final class DerivedNode<Value>: @unchecked Sendable {
         let leaves = makeEngine(
             { value in
                 storage = MonitoredState(value, key: key)
+                InspectionRegistry.shared.remove(storage!)
                 return storage!
             }, observation)
         self.storage = storage!

@@ -7,14 +7,17 @@
 /// StateKit's hidden containers (a persisted key's cell, a sync status, a history's availability)
 /// are taken off the list: they are views of what the list already shows.
 ///
-/// While a tool counts changes (``isCounting``), every listed container, and each one created
-/// after, has its ``ChangeTally`` on, which puts its writes on the path of a container with an
-/// audience; when it stops, the tallies are turned off and writes pay nothing again.
+/// While a tool counts changes (from ``beginCounting()`` to its ``endCounting()``), every listed
+/// container, and each one created after, has its ``ChangeTally`` on, which puts its writes on
+/// the path of a container with an audience; when the last tool stops, the tallies are turned off
+/// and writes pay nothing again. Derived states are not listed: a tally would make them compute
+/// each change as soon as it happens instead of when read.
 ///
 /// <!-- no-check: package API, which the examples' package cannot see -->
 /// ```swift
-/// InspectionRegistry.shared.isCounting = true
+/// InspectionRegistry.shared.beginCounting()
 /// for container in InspectionRegistry.shared.containers { print(container.key) }
+/// InspectionRegistry.shared.endCounting()
 /// ```
 ///
 /// - Note: All operations on `InspectionRegistry` are thread-safe.
@@ -26,7 +29,8 @@ package final class InspectionRegistry: Sendable {
         /// The count of entries at which released ones are next dropped: twice the live ones at
         /// the last pruning, so that appends stay amortised O(1).
         var pruneAt = 64
-        var isCounting = false
+        /// How many tools count changes now.
+        var counters = 0
 
         mutating func prune() {
             containers.removeAll { $0.container == nil }
@@ -52,14 +56,23 @@ package final class InspectionRegistry: Sendable {
         entries.withLock { $0.value.histories.compactMap(\.history) }
     }
 
-    /// Whether every listed container counts its changes in its ``ChangeTally``.
-    package var isCounting: Bool {
-        get { entries.withLock { $0.value.isCounting } }
-        set {
-            entries.withLock { entries in
-                entries.value.isCounting = newValue
-                for entry in entries.value.containers { entry.container?.countsChanges = newValue }
-            }
+    /// Turns on the ``ChangeTally`` of every listed container, and of each one listed later,
+    /// until the matching ``endCounting()``. Tools may count at the same time.
+    package func beginCounting() {
+        entries.withLock { entries in
+            entries.value.counters += 1
+            guard entries.value.counters == 1 else { return }
+            for entry in entries.value.containers { entry.container?.countsChanges = true }
+        }
+    }
+
+    /// Ends a ``beginCounting()``; the last to end turns the tallies off.
+    package func endCounting() {
+        entries.withLock { entries in
+            precondition(entries.value.counters > 0, "InspectionRegistry: endCounting without beginCounting")
+            entries.value.counters -= 1
+            guard entries.value.counters == 0 else { return }
+            for entry in entries.value.containers { entry.container?.countsChanges = false }
         }
     }
 
@@ -70,7 +83,7 @@ package final class InspectionRegistry: Sendable {
                 entries.value.prune()
             }
             entries.value.containers.append(WeakInspectable(container: container))
-            if entries.value.isCounting { container.countsChanges = true }
+            if entries.value.counters > 0 { container.countsChanges = true }
         }
     }
 
