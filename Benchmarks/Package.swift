@@ -43,6 +43,7 @@ let package = Package(
             name: "StateKitProfile",
             dependencies: [
                 .product(name: "StateKit", package: "StateKit"),
+                .product(name: "StateKitInspector", package: "StateKit"),
                 .product(name: "OpenCombine", package: "OpenCombine"),
                 "CombinePeers",
             ],

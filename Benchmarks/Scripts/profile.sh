@@ -1,6 +1,6 @@
 #!/bin/sh
 # Counts the instructions of one StateKit scenario with callgrind (repeatable on a busy machine).
-# Usage: Benchmarks/Scripts/profile.sh <read|readBound|writeAfterRead|write0|write1|write10|hook|fanout|fanout10k|fanoutTree|fanoutTree10k|writeThrough100|writeThrough10k|samePath|fanoutStored|subscribe1k|subscribe10k|churn|subscribe|plain2|transaction2|plain10|transaction10|relay|derived2|combine2|chain|chainCutoff|persistedWrite|sharedModify|syncedWrite|join> [operations]
+# Usage: Benchmarks/Scripts/profile.sh <read|readBound|writeAfterRead|write0|write1|write10|hook|fanout|fanout10k|fanoutTree|fanoutTree10k|writeThrough100|writeThrough10k|samePath|fanoutStored|subscribe1k|subscribe10k|churn|subscribe|plain2|transaction2|plain10|transaction10|relay|derived2|combine2|chain|chainCutoff|persistedWrite|sharedModify|syncedWrite|join|inspected0|inspected1|watched0|watched1> [operations]
 # Prints instructions per operation, then the top functions (inclusive) of the measured loop.
 set -eu
 package="$(dirname "$0")/.."

@@ -5,6 +5,7 @@ import Foundation
 import Observation
 import OpenCombine
 import StateKit
+import StateKitInspector
 import Synchronization
 
 struct Grid: Equatable, Sendable {
@@ -80,6 +81,33 @@ final class ParkedStorage: StateStorage {
 
 /// How many times the links of `chainCutoff` computed.
 nonisolated(unsafe) var linkComputations = 0
+
+/// An open inspector page's event stream: connects, then reads (and drops) what arrives on a
+/// thread of its own; returns once the inspector counts the page (its first bytes arrived).
+enum EventStreamReader {
+    static func open(_ url: URL) {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(url.port!).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        precondition(connected == 0, "cannot connect to the inspector")
+        let request = "GET /events?\(url.query!) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        _ = request.withCString { send(descriptor, $0, strlen($0), 0) }
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        _ = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+        let thread = Thread {
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            while buffer.withUnsafeMutableBytes({ recv(descriptor, $0.baseAddress, $0.count, 0) }) > 0 {}
+        }
+        thread.start()
+    }
+}
 
 @inline(never)
 func measured(_ count: Int, _ body: () -> Void) {
@@ -296,6 +324,20 @@ case "join":
     let first = PersistedState(0, key: "join", storage: storage)
     first.modify(1)
     measured(count) { next &+= PersistedState(0, key: "join", storage: storage).value }
+case "inspected0", "inspected1", "watched0", "watched1":
+    // write0 and write1 with an inspector running: `inspected`, no page open; `watched`, one page
+    // open (its event stream read on a thread of its own), so every container counts its changes.
+    let subscribers = Int(scenario.suffix(1))!
+    let state = MonitoredState(0, key: "write")
+    let tokens = (0..<subscribers).map { _ in state.subscribe { _ in } }
+    let inspector = try! StateInspector.start()
+    if scenario.hasPrefix("watched") { EventStreamReader.open(inspector.url) }
+    measured(count) {
+        next &+= 1
+        state.modify(next)
+    }
+    inspector.stop()
+    withExtendedLifetime(tokens) {}
 case "churn":
     let state = MonitoredState(0, key: "churn")
     measured(count) { state.subscribe { _ in }.cancel() }
