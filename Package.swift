@@ -16,7 +16,7 @@ let package = Package(
         .target(name: "StateKitTesting", dependencies: ["StateKit"]),
         .target(name: "StateKitHTTP", dependencies: ["StateKit"]),
         .target(name: "StateKitInspector", dependencies: ["StateKit"]),
-        .executableTarget(name: "statekit-demo", dependencies: ["StateKit", "StateKitHTTP"]),
+        .executableTarget(name: "statekit-demo", dependencies: ["StateKit", "StateKitHTTP", "StateKitInspector"]),
         .executableTarget(name: "statekit-sinks-helper", dependencies: ["StateKit", "StateKitHTTP"]),
         // A child process for the persistence tests (kill -9, round trips between processes).
         .executableTarget(name: "statekit-testhelper", dependencies: ["StateKit"]),

@@ -413,6 +413,7 @@ let package = Package(
                 .product(name: "StateKit", package: "{identity}"),
                 .product(name: "StateKitTesting", package: "{identity}"),
                 .product(name: "StateKitHTTP", package: "{identity}"),
+                .product(name: "StateKitInspector", package: "{identity}"),
             ]
         )
     ],

@@ -14,14 +14,14 @@ enum InspectorPage {
         #status{padding:2px 8px;border-radius:9px;background:#eee;font-size:12px}#status.live{background:#dff3e4;color:var(--ok)}#status.down{background:#fde0e0;color:var(--bad)}
         table{border-collapse:collapse;width:calc(100% - 32px);margin:0 16px;background:#fff;border:1px solid var(--line)}
         th,td{padding:5px 8px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}th{font-weight:600;color:var(--mute);background:#fafafa}
-        td.value pre{margin:0;max-height:140px;overflow:auto;white-space:pre-wrap;word-break:break-word;font:12px/1.35 ui-monospace,Menlo,monospace}
+        td.value{min-width:340px}td.value pre{margin:0;max-height:110px;overflow:auto;white-space:pre-wrap;word-break:break-word;font:12px/1.35 ui-monospace,Menlo,monospace}
         code,.mono{font:12px ui-monospace,Menlo,monospace}.mute{color:var(--mute)}.bad{color:var(--bad)}.ok{color:var(--ok)}
         .flash{animation:flash 1s}@keyframes flash{from{background:#fff6c2}to{background:transparent}}
         .origin{padding:1px 6px;border-radius:8px;font-size:11px;background:#eee}.origin-local{background:#e3eefc}.origin-remote{background:#efe3fc}
         .origin-external{background:#fde9d9}.origin-undo,.origin-redo{background:#dff3e4}
         .filters{margin:0 16px 6px;display:flex;gap:8px}input,select,button{font:inherit;padding:3px 8px}
         button{border:1px solid var(--line);border-radius:5px;background:#fff;cursor:pointer}button:hover:not(:disabled){border-color:var(--acc);color:var(--acc)}
-        .history{margin:0 16px 8px;padding:8px;background:#fff;border:1px solid var(--line)}.history ol{margin:6px 0 0;padding-left:22px}
+        .history{margin:0 16px 8px;padding:8px;background:#fff;border:1px solid var(--line)}.history ol{margin:6px 0 0;padding-left:22px;columns:2}.history li{margin:1px 0}
         del{background:#fde0e0;text-decoration:none}ins{background:#dff3e4;text-decoration:none}#log{max-height:45vh;overflow:auto;display:block}
         </style></head><body>
         <header><h1>StateKit Inspector</h1><span id="status">connecting…</span><span class="mute" id="summary"></span></header>

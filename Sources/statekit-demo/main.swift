@@ -25,10 +25,14 @@ StateDiagnostics.handler = { print("   diagnostic: \($0)") }
 
 let arguments = CommandLine.arguments.dropFirst()
 if arguments.contains("--help") || arguments.contains("-h") {
-    print("usage: statekit-demo [section ...]\n\nSections (all run when none is named):")
+    print("usage: statekit-demo [section ...]\n       statekit-demo --inspect\n")
+    print("--inspect serves a live view of a small model's state in the browser (StateKitInspector).")
+    print("\nSections (all run when none is named):")
     for section in sections {
         print("  \(section.name.padding(toLength: 14, withPad: " ", startingAt: 0)) \(section.summary)")
     }
+} else if arguments.contains("--inspect") {
+    try InspectorDemo.run()
 } else {
     let chosen = arguments.isEmpty ? sections : sections.filter { arguments.contains($0.name) }
     for section in chosen {
