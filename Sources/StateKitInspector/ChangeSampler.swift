@@ -83,8 +83,8 @@ final class ChangeSampler: Sendable {
             if books.clients.isEmpty {
                 registry.beginCounting()
                 books.known = [:]
-                for container in registry.containers {
-                    let reading = container.readTally(clearing: true)
+                for container in registry.handles {
+                    guard let reading = container.readTally(clearing: true) else { continue }
                     books.known[container.cellIdentity] = .init(
                         version: reading.version, value: RenderedValue(reading.value))
                 }
@@ -111,8 +111,8 @@ final class ChangeSampler: Sendable {
         books.withLock { books in
             guard !books.clients.isEmpty, !books.isStopped else { return }
             var live = Set<ObjectIdentifier>()
-            for container in registry.containers where live.insert(container.cellIdentity).inserted {
-                let reading = container.readTally(clearing: true)
+            for container in registry.handles where live.insert(container.cellIdentity).inserted {
+                guard let reading = container.readTally(clearing: true) else { continue }
                 let known = books.known[container.cellIdentity]
                 guard known?.version != reading.version else { continue }
                 let value = RenderedValue(reading.value)
@@ -141,7 +141,7 @@ final class ChangeSampler: Sendable {
     }
 
     private static func event(
-        for container: any InspectableContainer, reading: TallyReading, before: Books.Known?, after: RenderedValue
+        for container: InspectionHandle, reading: TallyReading, before: Books.Known?, after: RenderedValue
     ) -> Data {
         let change = ChangeEvent(
             time: Date(), id: InspectorSnapshot.identifier(of: container), key: container.key,

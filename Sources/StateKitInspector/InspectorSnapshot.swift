@@ -66,14 +66,15 @@ struct InspectorSnapshot: Encodable {
         }
         var seen = Set<ObjectIdentifier>()
         var containers: [Container] = []
-        for container in registry.containers where seen.insert(container.cellIdentity).inserted {
-            let reading = container.readTally(clearing: false)
+        for container in registry.handles where seen.insert(container.cellIdentity).inserted {
+            guard let reading = container.readTally(clearing: false) else { continue }
+            let details = container.details()
             let rendered = RenderedValue(reading.value)
             containers.append(
                 Container(
                     id: identifier(of: container), key: container.key, type: container.valueTypeName,
                     version: reading.version, value: rendered.text, valueIsJSON: rendered.isJSON,
-                    subscribers: reading.subscriberCount, storage: storage(of: container), sync: sync(of: container),
+                    subscribers: reading.subscriberCount, storage: storage(in: details), sync: sync(in: details),
                     historyIDs: histories.filter { $0.keys.contains(container.key) }.map(\.id)))
         }
         return InspectorSnapshot(containers: containers, histories: histories)
@@ -88,7 +89,7 @@ struct InspectorSnapshot: Encodable {
 
     /// A container's or a history's identifier in the page: its cell's, so that the containers of
     /// one persisted key are one row.
-    static func identifier(of container: any InspectableContainer) -> String {
+    static func identifier(of container: InspectionHandle) -> String {
         String(UInt(bitPattern: container.cellIdentity.hashValue), radix: 16)
     }
 
@@ -96,19 +97,17 @@ struct InspectorSnapshot: Encodable {
         String(UInt(bitPattern: ObjectIdentifier(history).hashValue), radix: 16)
     }
 
-    private static func storage(of container: any InspectableContainer) -> Container.Storage? {
-        guard let persisted = container as? any PersistenceDetails else { return nil }
-        guard persisted.isPersisting || persisted.storageLocation != nil || persisted.loadError != nil else {
+    private static func storage(in details: InspectionDetails?) -> Container.Storage? {
+        guard let details, details.storageLocation != nil || details.isPersisting || details.loadError != nil else {
             return nil
         }
         return Container.Storage(
-            location: persisted.storageLocation, isPersisting: persisted.isPersisting,
-            loadError: persisted.loadError.map { "\($0)" }, saveError: persisted.saveError.map { "\($0)" })
+            location: details.storageLocation, isPersisting: details.isPersisting,
+            loadError: details.loadError.map { "\($0)" }, saveError: details.saveError.map { "\($0)" })
     }
 
-    private static func sync(of container: any InspectableContainer) -> Container.Sync? {
-        guard let synced = container as? any SyncDetails else { return nil }
-        let status = synced.currentSyncStatus
+    private static func sync(in details: InspectionDetails?) -> Container.Sync? {
+        guard let status = details?.syncStatus else { return nil }
         return Container.Sync(
             isSynced: status.isSynced, pending: status.pending, isPaused: status.isPaused, lastError: status.lastError,
             lastDeliveredAt: status.lastDeliveredAt,

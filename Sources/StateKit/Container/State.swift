@@ -56,6 +56,10 @@ open class State<Value> {
     @usableFromInline
     @exclusivity(unchecked)
     final var assignsBlindly = true
+    /// What a tool that shows containers reads this one through; see ``InspectionRegistry``. Set
+    /// once, by the initialiser.
+    @exclusivity(unchecked)
+    private(set) var inspectionHandle: InspectionHandle?
     /// `==` when `Value` is `Equatable`: assigning an equal value is then not a change.
     @usableFromInline
     let isEqual: ((Value, Value) -> Bool)?
@@ -129,7 +133,7 @@ open class State<Value> {
         _ = observation.install(cell.installObservationPoint())
         runsOwnHook = !isStateKitType(type(of: self))
         if runsOwnHook { joinHooks() }
-        InspectionRegistry.shared.add(self)
+        inspectionHandle = InspectionRegistry.shared.add(self)
     }
 
     private func setUpHook() {
@@ -137,10 +141,11 @@ open class State<Value> {
         runsOnlyOwnHook = runsOwnHook
         runsHook = runsOwnHook
         hasAudience = runsHook
-        InspectionRegistry.shared.add(self)
+        inspectionHandle = InspectionRegistry.shared.add(self)
     }
 
     deinit {
+        inspectionHandle?.containerReleased()
         if cell != nil {
             endReleasedSubscriptions()
         } else {

@@ -1,30 +1,36 @@
-/// Every live container and ``StateHistory`` of the process, held weakly, for a tool that shows
-/// them (the `StateKitInspector` module's `StateInspector`).
+/// Every live container and ``StateHistory`` of the process, for a tool that shows them (the
+/// `StateKitInspector` module's `StateInspector`).
 ///
-/// A container joins when it is created and leaves when it is released, so a tool started late
-/// still finds the containers made before it. Joining costs a container's creation a weak
-/// reference and an append under the registry's lock; reads and writes never touch the registry.
-/// StateKit's hidden containers (a persisted key's cell, a sync status, a history's availability)
-/// are taken off the list: they are views of what the list already shows.
+/// A container joins when it is created, through an ``InspectionHandle`` that holds nothing of
+/// it, and its handle is dropped after it is released, so a tool started late still finds the
+/// containers made before it. Joining costs a container's creation one small allocation and an
+/// append under the registry's lock, and its release one lock and unlock; reads and writes never
+/// touch the registry. StateKit's hidden containers (a persisted key's cell, a sync status, a
+/// history's availability, a derived state's storage) are taken off the list: the first three are
+/// views of what the list shows, and a tally would make a derived state compute each change as
+/// soon as it happens instead of when read.
 ///
 /// While a tool counts changes (from ``beginCounting()`` to its ``endCounting()``), every listed
 /// container, and each one created after, has its ``ChangeTally`` on, which puts its writes on
 /// the path of a container with an audience; when the last tool stops, the tallies are turned off
-/// and writes pay nothing again. Derived states are not listed: a tally would make them compute
-/// each change as soon as it happens instead of when read.
+/// and writes pay nothing again.
 ///
 /// <!-- no-check: package API, which the examples' package cannot see -->
 /// ```swift
 /// InspectionRegistry.shared.beginCounting()
-/// for container in InspectionRegistry.shared.containers { print(container.key) }
+/// for handle in InspectionRegistry.shared.handles { print(handle.key) }
 /// InspectionRegistry.shared.endCounting()
 /// ```
 ///
+/// Locks: the registry's lock is never held while a container's lock is taken (a container may
+/// be created inside another's `modify`, holding that one's lock); ``beginCounting()`` and
+/// ``endCounting()`` take a lock of their own around theirs, so that they follow each other.
+///
 /// - Note: All operations on `InspectionRegistry` are thread-safe.
 package final class InspectionRegistry: Sendable {
-    /// What the registry's lock guards. Its lock is taken before a container's, never after.
+    /// What the registry's lock guards.
     private struct Entries {
-        var containers: [WeakInspectable] = []
+        var handles: [InspectionHandle] = []
         var histories: [WeakHistory] = []
         /// The count of entries at which released ones are next dropped: twice the live ones at
         /// the last pruning, so that appends stay amortised O(1).
@@ -32,10 +38,11 @@ package final class InspectionRegistry: Sendable {
         /// How many tools count changes now.
         var counters = 0
 
-        mutating func prune() {
-            containers.removeAll { $0.container == nil }
+        mutating func pruneIfDue() {
+            guard handles.count + histories.count >= pruneAt else { return }
+            handles.removeAll { !$0.isListed }
             histories.removeAll { $0.history == nil }
-            pruneAt = max(64, 2 * (containers.count + histories.count))
+            pruneAt = max(64, 2 * (handles.count + histories.count))
         }
     }
 
@@ -43,12 +50,15 @@ package final class InspectionRegistry: Sendable {
     package static let shared = InspectionRegistry()
 
     private let entries = LockedBox(UncheckedSendable(Entries()))
+    /// Orders ``beginCounting()`` and ``endCounting()``.
+    private let counting = LockedBox(())
 
     private init() {}
 
-    /// The live, listed containers, in the order they were created.
-    package var containers: [any InspectableContainer] {
-        entries.withLock { $0.value.containers.compactMap(\.container) }
+    /// The handles of the listed containers, in the order they were created; a released
+    /// container's handle may still be among them, and reads nothing.
+    package var handles: [InspectionHandle] {
+        entries.withLock { $0.value.handles.filter(\.isListed) }
     }
 
     /// The live histories, in the order they were created.
@@ -59,56 +69,55 @@ package final class InspectionRegistry: Sendable {
     /// Turns on the ``ChangeTally`` of every listed container, and of each one listed later,
     /// until the matching ``endCounting()``. Tools may count at the same time.
     package func beginCounting() {
-        entries.withLock { entries in
-            entries.value.counters += 1
-            guard entries.value.counters == 1 else { return }
-            for entry in entries.value.containers { entry.container?.countsChanges = true }
+        counting.withLock { _ in
+            let handles = entries.withLock { entries in
+                entries.value.counters += 1
+                return entries.value.counters == 1 ? entries.value.handles : []
+            }
+            for handle in handles { handle.setCountsChanges(true) }
         }
     }
 
     /// Ends a ``beginCounting()``; the last to end turns the tallies off.
     package func endCounting() {
-        entries.withLock { entries in
-            precondition(entries.value.counters > 0, "InspectionRegistry: endCounting without beginCounting")
-            entries.value.counters -= 1
-            guard entries.value.counters == 0 else { return }
-            for entry in entries.value.containers { entry.container?.countsChanges = false }
+        counting.withLock { _ in
+            let handles = entries.withLock { entries in
+                precondition(entries.value.counters > 0, "InspectionRegistry: endCounting without beginCounting")
+                entries.value.counters -= 1
+                return entries.value.counters == 0 ? entries.value.handles : []
+            }
+            for handle in handles { handle.setCountsChanges(false) }
         }
     }
 
-    /// Lists `container`, counting its changes if a tool counts them.
-    func add(_ container: any InspectableContainer) {
-        entries.withLock { entries in
-            if entries.value.containers.count + entries.value.histories.count >= entries.value.pruneAt {
-                entries.value.prune()
-            }
-            entries.value.containers.append(WeakInspectable(container: container))
-            if entries.value.counters > 0 { container.countsChanges = true }
+    /// Lists `container` and returns its handle, counting its changes if a tool counts them.
+    func add<Value>(_ container: State<Value>) -> InspectionHandle {
+        let handle = TypedInspectionHandle(container)
+        let isCounting = entries.withLock { entries in
+            entries.value.pruneIfDue()
+            entries.value.handles.append(handle)
+            return entries.value.counters > 0
         }
+        if isCounting { handle.setCountsChanges(true) }
+        return handle
     }
 
     /// Lists `history`.
     func add(_ history: StateHistory) {
         entries.withLock { entries in
-            if entries.value.containers.count + entries.value.histories.count >= entries.value.pruneAt {
-                entries.value.prune()
-            }
+            entries.value.pruneIfDue()
             entries.value.histories.append(WeakHistory(history: history))
         }
     }
 
     /// Takes one of StateKit's hidden containers off the list.
-    func remove(_ container: AnyObject) {
+    func remove<Value>(_ container: State<Value>) {
+        guard let handle = container.inspectionHandle else { return }
         entries.withLock { entries in
-            entries.value.containers.removeAll { $0.container === container }
+            entries.value.handles.removeAll { $0 === handle }
         }
-        (container as? any InspectableContainer)?.countsChanges = false
+        handle.setCountsChanges(false)
     }
-}
-
-/// A container held weakly by the registry.
-private struct WeakInspectable {
-    weak var container: (any InspectableContainer)?
 }
 
 /// A history held weakly by the registry.

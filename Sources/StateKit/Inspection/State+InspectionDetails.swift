@@ -1,0 +1,27 @@
+extension MonitoredState where Value: Sendable {
+    /// Lets a tool that shows this container read its storage and sync status (see
+    /// ``InspectionHandle/details()``). Called once, by a persisted or synced container's
+    /// initialiser.
+    ///
+    /// The reader captures the stored value and the pipelines unretained, and retains them under
+    /// the container's lock while the container is alive, so the handle never keeps them alive.
+    func showDetails(persistence: StoredValue<Value>?, location: String?, pipelines: [SinkPipeline<Value>] = []) {
+        guard let handle = inspectionHandle, persistence != nil || !pipelines.isEmpty else { return }
+        let stored = persistence.map(Unmanaged.passUnretained)
+        let unretainedPipelines = pipelines.map(Unmanaged.passUnretained)
+        lock.withLock {
+            handle.detailsReader = {
+                let persistence = stored?.takeUnretainedValue()
+                let pipelines = unretainedPipelines.map { $0.takeUnretainedValue() }
+                return {
+                    InspectionDetails(
+                        storageLocation: persistence == nil ? nil : location,
+                        isPersisting: persistence?.isPersisting ?? false,
+                        loadError: persistence?.status.loadError,
+                        saveError: persistence?.status.saveError,
+                        syncStatus: pipelines.isEmpty ? nil : SyncStatus(pipelines.map(\.statusSnapshot)))
+                }
+            }
+        }
+    }
+}
