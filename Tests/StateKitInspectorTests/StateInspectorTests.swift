@@ -31,7 +31,7 @@ import Testing
         #expect(!page.body.contains("src=\"http"), "the page loads nothing from elsewhere")
         #expect(
             try RawHTTPClient.request(
-                "GET", "/api/state", port: inspector.port, headers: ["X-Inspector-Token: \(token)"]
+                "GET", "/", port: inspector.port, headers: ["X-Inspector-Token: \(token)"]
             ).status == 200)
     }
 

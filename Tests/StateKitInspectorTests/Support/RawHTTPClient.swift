@@ -7,13 +7,14 @@ import Darwin
 #endif
 
 /// A TCP connection to the inspector on 127.0.0.1, with every read and write bounded by a timeout
-/// so that a test never hangs.
+/// so that a test never hangs. The bound is generous: in the full test run, `/api/state` reads
+/// the containers every other test is using at the same time.
 final class RawHTTPClient {
     let descriptor: Int32
 
     /// Connects to `port`; `receiveBuffer` shrinks the socket's receive buffer, for a page that
     /// never reads.
-    init(port: UInt16, receiveBuffer: Int32? = nil, timeout: Int = 5) throws {
+    init(port: UInt16, receiveBuffer: Int32? = nil, timeout: Int = 60) throws {
         #if canImport(Glibc)
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else
