@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 scratch=".build/docs"
 symbol_graphs="$scratch/symbol-graphs"
 output="${1:-$scratch}"
-modules=(StateKit StateKitTesting StateKitHTTP)
+modules=(StateKit StateKitTesting StateKitHTTP StateKitInspector)
 
 build_symbol_graphs() {
     for module in "${modules[@]}"; do

@@ -109,8 +109,8 @@ enum InspectorPage {
         $("#histories").addEventListener("click", async e => {
           const b = e.target.closest("button"); if (!b) return; const id = b.closest(".history").dataset.history;
           const steps = b.dataset.steps !== undefined ? "&steps=" + b.dataset.steps : "";
-          const r = await fetch("/api/history/" + id + "/" + b.dataset.action + "?" + q + steps, {method: "POST", headers: {"X-Inspector-Token": token}});
-          if (r.ok) renderState(await r.json()); else refresh();
+          await fetch("/api/history/" + id + "/" + b.dataset.action + "?" + q + steps, {method: "POST", headers: {"X-Inspector-Token": token}});
+          refresh();
         });
         let pending = [], frame = false;
         function connect() {

@@ -21,7 +21,7 @@ public struct InMemoryStateStorageTrait: TestTrait, SuiteTrait, TestScoping {
     /// Every test of a suite gets it.
     public var isRecursive: Bool { true }
 
-    /// Runs `function` inside `withStateStorage` with a new ``InMemoryStateStorage``.
+    /// Runs `function` inside `withStateStorage` with a new ``StateKit/InMemoryStateStorage``.
     public func provideScope(
         for test: Test,
         testCase: Test.Case?,
