@@ -22,9 +22,14 @@ import time
 import urllib.error
 import urllib.request
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
-from selenium.webdriver.common.by import By
+# Selenium Manager stays offline and sends no usage statistics: the browser and its driver are
+# Debian's, found on PATH, and this check reaches nothing but 127.0.0.1.
+os.environ.setdefault("SE_OFFLINE", "true")
+os.environ.setdefault("SE_AVOID_STATS", "true")
+
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
 
 FIXTURE = sys.argv[1] if len(sys.argv) > 1 else ".build/debug/statekit-inspector-fixture"
 results = []

@@ -22,7 +22,7 @@ enum InspectorPage {
         .filters{margin:0 16px 6px;display:flex;gap:8px}input,select,button{font:inherit;padding:3px 8px}
         button{border:1px solid var(--line);border-radius:5px;background:#fff;cursor:pointer}button:hover:not(:disabled){border-color:var(--acc);color:var(--acc)}
         .history{margin:0 16px 8px;padding:8px;background:#fff;border:1px solid var(--line)}.history ol{margin:6px 0 0;padding-left:22px;columns:2}.history li{margin:1px 0}
-        del{background:#fde0e0;text-decoration:none}ins{background:#dff3e4;text-decoration:none}#log{max-height:45vh;overflow:auto;display:block}
+        del{background:#fde0e0;text-decoration:none}ins{background:#dff3e4;text-decoration:none}.scroll{max-height:45vh;overflow:auto;margin:0 16px}.scroll table{width:100%;margin:0}.scroll thead th{position:sticky;top:0}
         </style></head><body>
         <header><h1>StateKit Inspector</h1><span id="status">connecting…</span><span class="mute" id="summary"></span></header>
         <h2>Containers</h2>
@@ -32,7 +32,7 @@ enum InspectorPage {
         <div class="filters"><input id="filter-key" placeholder="Filter by key"><select id="filter-origin">
         <option value="">All origins</option><option>local</option><option>remote</option><option>external</option><option>undo</option><option>redo</option></select>
         <span class="mute" id="log-count"></span></div>
-        <table><thead><tr><th>Time</th><th>Key</th><th>Version</th><th>Origin</th><th>Change</th></tr></thead><tbody id="log"></tbody></table>
+        <div class="scroll"><table><thead><tr><th>Time</th><th>Key</th><th>Version</th><th>Origin</th><th>Change</th></tr></thead><tbody id="log"></tbody></table></div>
         <script>
         "use strict";
         const token = new URLSearchParams(location.search).get("token") || "";
