@@ -26,25 +26,42 @@ import Bionic
 final class BindingClock: Sendable {
     /// The stamp of every write a binding may forward, process-wide.
     private static let counter = Atomic<UInt64>(0)
+    /// The ``id`` of the newest clock.
+    private static let lastID = Atomic<UInt64>(0)
     /// The clocks installed, one per container (or shared cell), held weakly: the container's
     /// write observer holds its clock.
     private static let clocks = LockedBox([ObjectIdentifier: WeakClock]())
 
     private struct Stamps {
-        /// How many recent versions keep their stamp: a binding's handler that lags further behind
-        /// drops the change, whose newer ones follow it.
-        static let kept = 256
-
         /// The stamp of the container's newest write.
         var newest: UInt64 = 0
         /// The stamp a binding's write on `thread` is about to take.
         var forwarding: (thread: pthread_t, stamp: UInt64)?
-        /// The stamps of recent versions, at `version % kept`.
-        var recent = [(version: UInt64, stamp: UInt64)](repeating: (0, 0), count: kept)
+        /// The stamps of recent versions, at `version % recent.count`: at least every version
+        /// still queued for delivery, so that a binding's handler, which runs when the version is
+        /// delivered, finds the stamp of each (``note(version:stamp:queued:)``).
+        var recent = [(version: UInt64, stamp: UInt64)](repeating: (0, 0), count: 256)
 
-        mutating func note(version: UInt64, stamp: UInt64) {
+        /// Keeps `stamp` for `version`, the newest, written while `queued` deliveries wait in the
+        /// container's queue.
+        ///
+        /// Every version not yet delivered is queued, or the one being delivered, so the oldest
+        /// whose handlers may still run is at most `queued + 1` versions older. The ring grows to
+        /// hold that many, as the queue, which is bounded, grows: a binding's handler that lagged
+        /// further behind than a fixed ring dropped the change, and a one-way binding lost values.
+        mutating func note(version: UInt64, stamp: UInt64, queued: Int) {
             newest = max(newest, stamp)
-            recent[Int(version % UInt64(Self.kept))] = (version, stamp)
+            if queued + 2 > recent.count {
+                var count = recent.count * 2
+                while count < queued + 2 { count *= 2 }
+                var grown = [(version: UInt64, stamp: UInt64)](repeating: (0, 0), count: count)
+                for entry in recent {
+                    let index = Int(entry.version % UInt64(count))
+                    if grown[index].version <= entry.version { grown[index] = entry }
+                }
+                recent = grown
+            }
+            recent[Int(version % UInt64(recent.count))] = (version, stamp)
         }
     }
 
@@ -53,6 +70,9 @@ final class BindingClock: Sendable {
     }
 
     private let stamps = LockedBox(Stamps())
+    /// The container's identity in the ``BindingGraph``: a number never handed out twice (an
+    /// address would be, to a clock made after this one is freed).
+    let id = lastID.add(1, ordering: .relaxed).newValue
 
     private init() {}
 
@@ -69,12 +89,15 @@ final class BindingClock: Sendable {
             if let clock = table[id]?.clock { return clock }
             if table.count >= 64 && table.count.isMultiple(of: 64) { table = table.filter { $0.value.clock != nil } }
             let clock = BindingClock()
+            // The fields, not the container: a shared cell's are the cell's, which outlive any
+            // one of its containers, and they are read only under the lock, by the observer.
+            let fields = container.fields
             container.lock.withLock {
-                clock.noteWrite(version: container.storedVersion)
+                clock.noteWrite(version: container.storedVersion, queued: 0)
                 let earlier = container.writeObserver
                 container.writeObserver = { change in
                     earlier?(change)
-                    clock.noteWrite(version: change.version)
+                    clock.noteWrite(version: change.version, queued: fields.pointee.delivery.queue.count)
                 }
             }
             table[id] = WeakClock(clock: clock)
@@ -82,23 +105,24 @@ final class BindingClock: Sendable {
         }
     }
 
-    /// Stamps the write that made `version`: a binding's on this thread takes the stamp it
-    /// forwards, any other a new one. Called under the container's lock.
-    private func noteWrite(version: UInt64) {
+    /// Stamps the write that made `version`, while `queued` deliveries wait in the container's
+    /// queue: a binding's on this thread takes the stamp it forwards, any other a new one. Called
+    /// under the container's lock.
+    private func noteWrite(version: UInt64, queued: Int) {
         stamps.withLock { stamps in
             if let forwarding = stamps.forwarding, pthread_equal(forwarding.thread, pthread_self()) != 0 {
                 stamps.forwarding = nil
-                stamps.note(version: version, stamp: forwarding.stamp)
+                stamps.note(version: version, stamp: forwarding.stamp, queued: queued)
             } else {
-                stamps.note(version: version, stamp: Self.newStamp())
+                stamps.note(version: version, stamp: Self.newStamp(), queued: queued)
             }
         }
     }
 
-    /// The stamp of the write that made `version`, or `nil` when it is too old to be kept.
+    /// The stamp of the write that made `version`, or `nil` when it was delivered long ago.
     func stamp(of version: UInt64) -> UInt64? {
         stamps.withLock { stamps in
-            let entry = stamps.recent[Int(version % UInt64(Stamps.kept))]
+            let entry = stamps.recent[Int(version % UInt64(stamps.recent.count))]
             return entry.version == version && entry.stamp != 0 ? entry.stamp : nil
         }
     }
@@ -165,7 +189,7 @@ extension BindingClock {
         _ target: BindingTarget<Value>, clock sourceClock: BindingClock?,
         subscribe: (Subscriber<Value>.Handler) -> Subscription
     ) -> Subscription {
-        let forwarder = BindingForwarder(into: target)
+        let forwarder = BindingForwarder(from: sourceClock, into: target)
         let isFirstCall = LockedBox(true)
         return subscribe(
             .change { change in
