@@ -64,20 +64,22 @@ precedencegroup StateBindingPrecedence {
 /// new one, until the returned subscription is cancelled or released.
 infix operator <~ : StateBindingPrecedence
 
-/// Binds `target` to `source`: copies the source's current value into the target now and on
-/// every change.
+/// Binds `target` to `source`: copies the source's current value into the target now, then each
+/// change.
 ///
 /// The binding keeps the target alive and lasts as long as the returned token.
 ///
-/// Bindings that loop back (`a <~ b` and `b <~ a`, or a cycle `y <~ x`, `z <~ y`, `x <~ z`) settle,
-/// whatever threads write into them: every write of a bound container takes its place in one
-/// order of writes, a binding forwards a value with the place of the write it came from, and a
-/// target does not take a value older than its own newest write. Once writers stop, every
-/// container of the loop holds the newest write's value, within a second. So a one-way binding
-/// too never replaces a value written into the target after the source's: the source's next
-/// change is copied again. A binding forwards the latest value: values that arrive while its
-/// previous write waits in the target's delivery queue replace each other, so a storm of bindings
-/// never fills a queue. Bindings of projections follow the same rules.
+/// A one-way binding hands the target every value of the source, in the source's version order,
+/// none dropped: a subscriber of the target sees each one. A target slower than its source holds
+/// back the source's writers (every delivery queue is bounded) rather than lose values.
+///
+/// Bindings that loop back (`a <~ b` and `b <~ a`, or a cycle `y <~ x`, `z <~ y`, `x <~ z`) settle
+/// instead, whatever threads write into them: each binding of the loop forwards the latest value
+/// (values that arrive while its previous write waits in the target's queue replace each other, so
+/// a storm never fills a queue), and once writers stop, every container of the loop holds the
+/// newest write's value within a second. For every binding, a target does not take a value older
+/// than its own newest write from elsewhere: it keeps that write until the source changes again.
+/// Bindings of projections follow the same rules.
 ///
 /// ```swift
 /// let binding = settings.theme <~ systemTheme
@@ -119,7 +121,7 @@ public func <~ <Value: Equatable & Sendable>(target: MutableObserved<Value>, sou
 /// ``StateDiagnostic/Kind/bindingFailed`` diagnostic names the target's key.
 ///
 /// A container's or projection's `values` (newest value buffered, the default) binds as the
-/// container or projection itself does, in its target's delivery order and latest value wins, so
+/// container or projection itself does: every value, or the latest on a loop of bindings, so
 /// `a <~ b.values; b <~ a.values` settles as `a <~ b; b <~ a` does. Other sequences carry no
 /// order of writes: a loop through them is cut by the chain limit, not settled.
 ///
