@@ -70,6 +70,36 @@ import Testing
         )
     }
 
+    /// `b <~ a` joined by `a <~ b` forwards the latest value; once `a <~ b` is released it hands
+    /// `b` every value of `a` again: 4 threads × 1,000 writes into `a`, all seen by `b`'s
+    /// subscriber, in order.
+    @Test func aBindingThatLeavesALoopDeliversEveryValueAgain() async throws {
+        let a = MonitoredState(0, key: uniqueKey("a"))
+        let b = MonitoredState(0, key: uniqueKey("b"))
+        let binding = b <~ a
+        defer { binding.cancel() }
+        let back = a <~ b
+        a ~> 7
+        #expect(b.value == 7)
+        back.cancel()
+        a ~> 0
+        let seen = b.record()
+        defer { seen.cancel() }
+
+        await onThreads(4) { _ in
+            for _ in 0..<1_000 { a.modify { $0 += 1 } }
+        }
+        await eventually("b to see the last value") { seen.latest == 4_000 }
+        await waitUntilDelivered(b)
+
+        let values = seen.values
+        #expect(values.count == 4_001, "saw \(values.count) of the 4,001 values")
+        let isEverySourceValueInOrder = values == Array(0...4_000)
+        #expect(
+            isEverySourceValueInOrder,
+            "first value out of order at \(firstOutOfOrder(values).map(String.init) ?? "none")")
+    }
+
     /// The index of the first value that is not its predecessor plus one, if any.
     private func firstOutOfOrder(_ values: [Int]) -> Int? {
         values.indices.dropFirst().first { values[$0] != values[$0 - 1] + 1 }
