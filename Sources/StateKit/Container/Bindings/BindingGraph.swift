@@ -8,8 +8,8 @@ import Synchronization
 /// from its source to its target, held by the binding as an ``Edge``. A binding lies on a loop
 /// when its target reaches its source along edges: a value it forwards can come back to its
 /// source, and only there can bindings storm. The graph changes only when a binding is made or
-/// released, under the graph's own lock (never taken inside a container's); a binding reads its
-/// ``Edge/isInLoop`` with one atomic load per forwarded value.
+/// released, under the graph's own lock, which takes no other lock and releases no edge; a binding
+/// reads its ``Edge/isInLoop`` with one atomic load per forwarded value.
 ///
 /// - Complexity: Making a binding visits the containers its target reaches; making or releasing
 ///   one that closes or opens a loop, O(*e*²) in the *e* bindings among that loop's containers.
