@@ -35,6 +35,8 @@ final class BindingClock: Sendable {
     private struct Stamps {
         /// The stamp of the container's newest write.
         var newest: UInt64 = 0
+        /// The container's newest version.
+        var newestVersion: UInt64 = 0
         /// The stamp a binding's write on `thread` is about to take.
         var forwarding: (thread: pthread_t, stamp: UInt64)?
         /// The stamps of recent versions, at `version % recent.count`: at least every version
@@ -51,6 +53,7 @@ final class BindingClock: Sendable {
         /// further behind than a fixed ring dropped the change, and a one-way binding lost values.
         mutating func note(version: UInt64, stamp: UInt64, queued: Int) {
             newest = max(newest, stamp)
+            newestVersion = max(newestVersion, version)
             if queued + 2 > recent.count {
                 var count = recent.count * 2
                 while count < queued + 2 { count *= 2 }
@@ -119,11 +122,13 @@ final class BindingClock: Sendable {
         }
     }
 
-    /// The stamp of the write that made `version`, or `nil` when it was delivered long ago.
-    func stamp(of version: UInt64) -> UInt64? {
+    /// The stamp of the write that made `version`, and how many versions the container has made
+    /// since; `nil` when `version` was delivered long ago.
+    func stamp(of version: UInt64) -> (stamp: UInt64, newerVersions: UInt64)? {
         stamps.withLock { stamps in
             let entry = stamps.recent[Int(version % UInt64(stamps.recent.count))]
-            return entry.version == version && entry.stamp != 0 ? entry.stamp : nil
+            guard entry.version == version && entry.stamp != 0 else { return nil }
+            return (entry.stamp, stamps.newestVersion &- version)
         }
     }
 
@@ -197,9 +202,11 @@ extension BindingClock {
                     defer { isFirst = false }
                     return isFirst
                 }
-                guard let sourceClock, !isFirst else { return forwarder.offer(change.newValue, stamped: newStamp()) }
-                guard let stamp = sourceClock.stamp(of: change.version) else { return }
-                forwarder.offer(change.newValue, stamped: stamp)
+                guard let sourceClock, !isFirst else {
+                    return forwarder.offer(change.newValue, stamped: newStamp(), newerVersions: 0)
+                }
+                guard let (stamp, newerVersions) = sourceClock.stamp(of: change.version) else { return }
+                forwarder.offer(change.newValue, stamped: stamp, newerVersions: newerVersions)
             })
     }
 }

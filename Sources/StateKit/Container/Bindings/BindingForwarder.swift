@@ -14,8 +14,10 @@
 /// target's queue, however fast its source changes, and the thread that forwards never waits for
 /// room there (the room its write would owe is forgiven): a write into a container of a storm
 /// waits only for the writes made into it before, and a binding's own writes cannot hold up its
-/// source's deliverer. Once the source stops changing, the target holds its last value, or a newer
-/// one of its own.
+/// source's deliverer. A change delivered ``staleAfter`` or more versions behind its source's
+/// newest is not forwarded at all: newer ones follow it, and each stale value the target took
+/// would be one more change for the storm to deliver and send back. Once the source stops
+/// changing, the target holds its last value, or a newer one of its own.
 ///
 /// A binding that joins or leaves a loop switches between the two ways: the clock's stamps keep
 /// a parked value from replacing a newer one written the other way.
@@ -32,6 +34,9 @@ final class BindingForwarder<Value: Sendable>: Sendable {
         var isQueued = false
     }
 
+    /// How many newer versions of its source make a change stale on a loop (see the type's doc).
+    static var staleAfter: UInt64 { 256 }
+
     private let slot = LockedBox(Slot())
     private let target: BindingTarget<Value>
     /// The binding's place in the ``BindingGraph``; `nil` when its source has no clock, and so
@@ -44,11 +49,12 @@ final class BindingForwarder<Value: Sendable>: Sendable {
         self.edge = sourceClock.map { BindingGraph.shared.add(from: $0.id, to: target.clock.id) }
     }
 
-    /// Writes `value`, forwarded from a write stamped `stamp`, into the target now; or, on a loop
-    /// of bindings, parks it unless a newer one is parked, and queues the call that writes it
-    /// unless one is queued.
-    func offer(_ value: Value, stamped stamp: UInt64) {
+    /// Writes `value`, forwarded from a write stamped `stamp` that `newerVersions` newer versions
+    /// of the source followed, into the target now; or, on a loop of bindings, parks it unless it
+    /// is stale or a newer one is parked, and queues the call that writes it unless one is queued.
+    func offer(_ value: Value, stamped stamp: UInt64, newerVersions: UInt64) {
         guard edge?.isInLoop.load(ordering: .relaxed) == true else { return target.write(value, stamp) }
+        guard newerVersions < Self.staleAfter else { return }
         let mustQueue = slot.withLock { slot in
             if slot.parked.map({ $0.stamp < stamp }) ?? true { slot.parked = Parked(value: value, stamp: stamp) }
             defer { slot.isQueued = true }
