@@ -70,6 +70,33 @@ import Testing
         )
     }
 
+    /// A target whose subscriber takes 50 µs a value, far slower than 4 threads writing the
+    /// source: its queue reaches the limit, the binding's writes wait for room there (holding
+    /// back the source's writers), and the target's subscriber still sees every value, in order.
+    @Test func aSlowTargetHoldsBackItsSourceAndLosesNothing() async throws {
+        let source = MonitoredState(0, key: uniqueKey("source"))
+        let target = MonitoredState(-1, key: uniqueKey("target"))
+        let binding = target <~ source
+        defer { binding.cancel() }
+        let slow = target.subscribe { _ in usleep(50) }
+        defer { slow.cancel() }
+        let seen = target.record()
+        defer { seen.cancel() }
+
+        await onThreads(4) { _ in
+            for _ in 0..<1_000 { source.modify { $0 += 1 } }
+        }
+        await eventually("the target to see the last value") { seen.latest == 4_000 }
+        await waitUntilDelivered(target)
+
+        let values = seen.values
+        #expect(values.count == 4_001, "saw \(values.count) of the 4,001 values")
+        let isEverySourceValueInOrder = values == Array(0...4_000)
+        #expect(
+            isEverySourceValueInOrder,
+            "first value out of order at \(firstOutOfOrder(values).map(String.init) ?? "none")")
+    }
+
     /// `b <~ a` joined by `a <~ b` forwards the latest value; once `a <~ b` is released it hands
     /// `b` every value of `a` again: 4 threads × 1,000 writes into `a`, all seen by `b`'s
     /// subscriber, in order.
