@@ -98,7 +98,13 @@ package final class InspectionRegistry: Sendable {
             entries.value.handles.append(handle)
             return entries.value.counters > 0
         }
-        if isCounting { handle.setCountsChanges(true) }
+        // Under the counting lock, as a tool's begin and end: an end that ran meanwhile has
+        // turned the tallies off, so this one stays off; an end after this one sees it listed.
+        if isCounting {
+            counting.withLock { _ in
+                if entries.withLock({ $0.value.counters > 0 }) { handle.setCountsChanges(true) }
+            }
+        }
         return handle
     }
 
