@@ -26,7 +26,9 @@ let package = Package(
             name: "StateKitTests",
             dependencies: ["StateKit", "StateKitTesting", "StateKitHTTP", "statekit-sinks-helper", "statekit-testhelper"]
         ),
-        .testTarget(name: "StateKitInspectorTests", dependencies: ["StateKit", "StateKitInspector"]),
+        .testTarget(
+            name: "StateKitInspectorTests", dependencies: ["StateKit", "StateKitInspector", "statekit-inspector-fixture"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -42,11 +42,6 @@ final class ChangeSampler: Sendable {
         self.registry = registry
     }
 
-    /// The open pages' streams; tests read their buffers.
-    var clients: [EventClient] {
-        books.withLock { $0.clients }
-    }
-
     /// Starts the sampling thread.
     func run() {
         let thread = Thread { [self] in

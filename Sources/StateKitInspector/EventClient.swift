@@ -31,7 +31,7 @@ final class EventClient: Sendable {
         self.connection = connection
     }
 
-    /// How many events wait to be written; tests check that it stays bounded.
+    /// How many events wait to be written.
     var waitingCount: Int {
         buffer.withLock { $0.events.count }
     }

@@ -35,7 +35,7 @@ public final class StateInspector: Sendable {
     public let url: URL
     /// The port the inspector listens on: the one asked for, or the one the system chose.
     public let port: UInt16
-    /// The server; tests read its pages' buffers.
+    /// The server.
     let server: InspectorServer
 
     private init(server: InspectorServer, host: String) {

@@ -11,11 +11,18 @@ import StateKitInspector
 //   statekit-inspector-fixture --dir <directory> --write-shared <text>
 //                                                          write the shared key from another process
 //
-// Commands: `title <text>`, `count`, `storm <seconds>` (about 10,000 writes a second), `quit`.
+// Commands: `title <text>`, `count`, `storm <seconds>` (about 10,000 writes a second),
+// `stall <rounds>` (40 containers of 8 KB strings, each changed once a round, 10 ms apart; prints
+// `stalled <slowest write in seconds>`, for a page that never reads), `quit`.
 
 struct Profile: Codable, Equatable {
     var name: String
     var tags: [String]
+}
+
+/// A value that is not `Encodable`: the page shows its description.
+final class Opaque: CustomStringConvertible {
+    var description: String { "an opaque value" }
 }
 
 func argument(_ name: String) -> String? {
@@ -45,6 +52,7 @@ if let text = argument("--write-shared") {
 let count = MonitoredState(0, key: "count")
 let profile = MonitoredState(Profile(name: "Ada", tags: ["admin"]), key: "profile")
 let title = MonitoredState("Draft", key: "title")
+let opaque = State(Opaque(), key: "opaque")
 let history = StateHistory(tracking: title, profile)
 let titles = title.subscribe { say("title=\($0)") }
 let notes = note.subscribe { say("note=\($0)") }
@@ -75,8 +83,23 @@ while let line = readLine() {
             usleep(10_000)
         }
         say("stormed \(writes)")
+    case "stall":
+        let rounds = parts.count > 1 ? Int(parts[1]) ?? 1 : 1
+        let big = (0..<40).map { MonitoredState("", key: "big-\($0)") }
+        let filler = String(repeating: "x", count: 8_000)
+        var slowest: TimeInterval = 0
+        for round in 1...max(rounds, 1) {
+            for container in big {
+                let started = Date()
+                container.modify("\(round)" + filler)
+                slowest = max(slowest, Date().timeIntervalSince(started))
+            }
+            usleep(10_000)
+        }
+        say("stalled \(slowest)")
     case "quit":
         inspector.stop()
+        withExtendedLifetime((history, titles, notes, opaque)) {}
         say("stopped")
         exit(0)
     default:
@@ -85,3 +108,4 @@ while let line = readLine() {
     say("ok")
 }
 inspector.stop()
+withExtendedLifetime((history, titles, notes, opaque)) {}

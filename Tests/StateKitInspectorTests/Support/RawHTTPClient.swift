@@ -89,18 +89,3 @@ final class RawHTTPClient {
         return (status, body)
     }
 }
-
-/// Waits until `condition` holds, at most `seconds`; returns whether it held.
-func eventually(within seconds: Double = 5, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(5_000)
-    }
-    return condition()
-}
-
-/// A key no other test uses.
-func uniqueKey(_ name: String) -> String {
-    "\(name)-\(UUID().uuidString.prefix(8))"
-}
