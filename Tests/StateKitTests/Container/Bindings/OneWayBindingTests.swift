@@ -54,20 +54,10 @@ import Testing
             ? targetCount.record() : target.count.record()
         defer { seen.cancel() }
 
-        await onThreads(4) { _ in
-            for _ in 0..<1_000 { write() }
+        await expectEveryValue(seen, of: write) {
+            await waitUntilDelivered(targetCount)
+            await waitUntilDelivered(target)
         }
-        await eventually("the target to see the last value") { seen.latest == 4_000 }
-        await waitUntilDelivered(targetCount)
-        await waitUntilDelivered(target)
-
-        let values = seen.values
-        #expect(values.count == 4_001, "saw \(values.count) of the 4,001 values")
-        let isEverySourceValueInOrder = values == Array(0...4_000)
-        #expect(
-            isEverySourceValueInOrder,
-            "first value out of order at \(firstOutOfOrder(values).map(String.init) ?? "none"), last \(values.last ?? -1)"
-        )
     }
 
     /// A target whose subscriber takes 50 µs a value, far slower than 4 threads writing the
@@ -83,18 +73,7 @@ import Testing
         let seen = target.record()
         defer { seen.cancel() }
 
-        await onThreads(4) { _ in
-            for _ in 0..<1_000 { source.modify { $0 += 1 } }
-        }
-        await eventually("the target to see the last value") { seen.latest == 4_000 }
-        await waitUntilDelivered(target)
-
-        let values = seen.values
-        #expect(values.count == 4_001, "saw \(values.count) of the 4,001 values")
-        let isEverySourceValueInOrder = values == Array(0...4_000)
-        #expect(
-            isEverySourceValueInOrder,
-            "first value out of order at \(firstOutOfOrder(values).map(String.init) ?? "none")")
+        await expectEveryValue(seen, of: { source.modify { $0 += 1 } }) { await waitUntilDelivered(target) }
     }
 
     /// `b <~ a` joined by `a <~ b` forwards the latest value; once `a <~ b` is released it hands
@@ -113,22 +92,25 @@ import Testing
         let seen = b.record()
         defer { seen.cancel() }
 
-        await onThreads(4) { _ in
-            for _ in 0..<1_000 { a.modify { $0 += 1 } }
-        }
-        await eventually("b to see the last value") { seen.latest == 4_000 }
-        await waitUntilDelivered(b)
-
-        let values = seen.values
-        #expect(values.count == 4_001, "saw \(values.count) of the 4,001 values")
-        let isEverySourceValueInOrder = values == Array(0...4_000)
-        #expect(
-            isEverySourceValueInOrder,
-            "first value out of order at \(firstOutOfOrder(values).map(String.init) ?? "none")")
+        await expectEveryValue(seen, of: { a.modify { $0 += 1 } }) { await waitUntilDelivered(b) }
     }
 
-    /// The index of the first value that is not its predecessor plus one, if any.
-    private func firstOutOfOrder(_ values: [Int]) -> Int? {
-        values.indices.dropFirst().first { values[$0] != values[$0 - 1] + 1 }
+    /// Runs `write` 1,000 times on each of 4 threads, waits for the targets to deliver (`drained`),
+    /// and expects `seen` to hold 0...4000, each once, in order.
+    private func expectEveryValue(
+        _ seen: StateRecorder<Int>, of write: @escaping @Sendable () -> Void,
+        sourceLocation: SourceLocation = #_sourceLocation, drained: () async -> Void
+    ) async {
+        await onThreads(4) { _ in
+            for _ in 0..<1_000 { write() }
+        }
+        await eventually("the target to see the last value", sourceLocation: sourceLocation) { seen.latest == 4_000 }
+        await drained()
+        let values = seen.values
+        let firstOutOfOrder = values.indices.dropFirst().first { values[$0] != values[$0 - 1] + 1 }
+        #expect(values.count == 4_001, "saw \(values.count) of the 4,001 values", sourceLocation: sourceLocation)
+        #expect(
+            values == Array(0...4_000), "first value out of order at \(firstOutOfOrder.map(String.init) ?? "none")",
+            sourceLocation: sourceLocation)
     }
 }
