@@ -51,7 +51,7 @@ package final class InspectionRegistry: Sendable {
 
     private let entries = LockedBox(UncheckedSendable(Entries()))
     /// Orders ``beginCounting()`` and ``endCounting()``.
-    private let counting = LockedBox(())
+    private let counting = Lock()
 
     private init() {}
 
@@ -69,7 +69,7 @@ package final class InspectionRegistry: Sendable {
     /// Turns on the ``ChangeTally`` of every listed container, and of each one listed later,
     /// until the matching ``endCounting()``. Tools may count at the same time.
     package func beginCounting() {
-        counting.withLock { _ in
+        counting.withLock {
             let handles = entries.withLock { entries in
                 entries.value.counters += 1
                 return entries.value.counters == 1 ? entries.value.handles : []
@@ -80,7 +80,7 @@ package final class InspectionRegistry: Sendable {
 
     /// Ends a ``beginCounting()``; the last to end turns the tallies off.
     package func endCounting() {
-        counting.withLock { _ in
+        counting.withLock {
             let handles = entries.withLock { entries in
                 precondition(entries.value.counters > 0, "InspectionRegistry: endCounting without beginCounting")
                 entries.value.counters -= 1
@@ -101,7 +101,7 @@ package final class InspectionRegistry: Sendable {
         // Under the counting lock, as a tool's begin and end: an end that ran meanwhile has
         // turned the tallies off, so this one stays off; an end after this one sees it listed.
         if isCounting {
-            counting.withLock { _ in
+            counting.withLock {
                 if entries.withLock({ $0.value.counters > 0 }) { handle.setCountsChanges(true) }
             }
         }
