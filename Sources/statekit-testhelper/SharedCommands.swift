@@ -15,7 +15,22 @@ import StateKit
 //                                               and never returns (a test kills it there)
 //   shared-watch <directory> <key>              prints "value <v>" for the Int's current value and
 //                                               each change, until standard input ends
-//   shared-transaction <directory> <key>        adds 1 inside withStateTransaction (refused)
+//   shared-transaction <directory> <key>        adds 1 inside withStateTransaction
+//
+// Transactions over two shared keys (semantics 30), on Ints:
+//
+//   shared-transfer <directory> <keyA> <keyB> <count>  prints "ready", waits for a line, then
+//                                               moves 1 to 5 between the keys <count> times, each
+//                                               in withStateTransaction, prints "done"
+//   shared-sample <directory> <keyA> <keyB> <count>  prints "ready", waits for a line, then reads
+//                                               both keys in withStateTransaction <count> times,
+//                                               prints "sums <each distinct sum, comma-separated>"
+//   shared-transaction-hold <directory> <keyA> <keyB>  prints "ready", waits for a line, moves 5
+//                                               from keyA to keyB in withStateTransaction, whose
+//                                               body prints "inside" and never returns
+//   shared-transaction-stop <directory> <keyA> <keyB>  as shared-transaction-hold, but the body
+//                                               returns and the commit stops once it replaced its
+//                                               first file, printing "replaced"
 
 /// A structured value several processes append to.
 struct SharedLog: Codable, Sendable {
@@ -74,6 +89,54 @@ func runSharedCommand(_ arguments: [String]) -> Bool {
         withStateTransaction { count.modify { $0 += 1 } }
         count.flush()
         line("done \(count.value)")
+    default:
+        return runSharedTransactionCommand(command, arguments, storage: storage)
+    }
+    return true
+}
+
+/// Runs a `shared-…` command over two keys; `false` if `arguments` is not one.
+private func runSharedTransactionCommand(_ command: String, _ arguments: [String], storage: FileStateStorage) -> Bool {
+    guard arguments.count >= 4 else { return false }
+    let a = PersistedState(0, key: arguments[2], storage: storage)
+    let b = PersistedState(0, key: arguments[3], storage: storage)
+    switch command {
+    case "shared-transfer" where arguments.count == 5:
+        line("ready")
+        _ = readLine()
+        for index in 0..<(Int(arguments[4]) ?? 0) {
+            let amount = index % 5 + 1
+            let (from, to) = index.isMultiple(of: 2) ? (a, b) : (b, a)
+            withStateTransaction {
+                from.modify { $0 -= amount }
+                to.modify { $0 += amount }
+            }
+        }
+        line("done")
+    case "shared-sample" where arguments.count == 5:
+        line("ready")
+        _ = readLine()
+        var sums: Set<Int> = []
+        for _ in 0..<(Int(arguments[4]) ?? 0) {
+            sums.insert(withStateTransaction { a.value + b.value })
+        }
+        line("sums " + sums.sorted().map(String.init).joined(separator: ","))
+    case "shared-transaction-hold", "shared-transaction-stop":
+        if command == "shared-transaction-stop" {
+            SharedTransactionHooks.afterFirstReplace = {
+                line("replaced")
+                while true { sleep(60) }
+            }
+        }
+        line("ready")
+        _ = readLine()
+        withStateTransaction {
+            a.modify { $0 -= 5 }
+            b.modify { $0 += 5 }
+            guard command == "shared-transaction-hold" else { return }
+            line("inside")
+            while true { sleep(60) }
+        }
     default:
         return false
     }

@@ -132,7 +132,6 @@ extension State {
             applyLocked: { entry in
                 let entry = unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)
                 return State.withContainer(of: entry) { state in
-                    if state.hasWriteGate { state.refuseGatedWriteInTransaction() }
                     if !entry.isAnnounced {
                         if entry.isBlind {
                             assert(state.validator == nil, "a blind write skipped a validator")
@@ -200,6 +199,11 @@ extension State {
                     state.finishDelivery(in: context)
                 }
             },
+            writeGate: { entry in
+                State.withContainer(of: unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)) { state in
+                    state.observation.unretained?._withUnsafeGuaranteedRef { $0.writeGate.current }
+                }
+            },
             revert: { entry in
                 let entry = unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)
                 if entry.isBlind { State.read(into: entry) }
@@ -238,18 +242,6 @@ extension State {
     final var hasWriteGate: Bool {
         guard let point = observation.unretained else { return false }
         return point._withUnsafeGuaranteedRef { $0.writeGate.unretained != nil }
-    }
-
-    /// Stops the process: a transaction wrote to a container whose writes pass a ``WriteGate``
-    /// (a key in file storage shared across processes). Its commit would have to hold the gates
-    /// of all its containers while it checks and applies, which it does not; so such writes are
-    /// refused, loudly, before anything is applied, rather than made without the gate.
-    @usableFromInline
-    @inline(never)
-    final func refuseGatedWriteInTransaction() -> Never {
-        preconditionFailure(
-            "StateKit: withStateTransaction wrote to '\(key)', whose storage is shared across processes; "
-                + "transactions over such keys are not supported: write each with modify { } outside the transaction")
     }
 
     /// Reads the container's value and version into the blind `entry`, which then is an entry

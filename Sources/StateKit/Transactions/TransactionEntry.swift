@@ -203,6 +203,8 @@ final class TransactionOperations {
     /// Delivers the change `publishAndUnlock` claimed (the entry's working copy, at the version
     /// after `firstVersion`), then what handlers queued meanwhile.
     let deliverClaimed: (TransactionEntry, DeliveryContext) -> Void
+    /// The container's ``WriteGate``, if its writes pass one (a key shared across processes).
+    let writeGate: (TransactionEntry) -> WriteGate?
     /// Puts the working copy back to the value first read (a nested body's write is undone).
     let revert: (TransactionEntry) -> Void
     /// Reads the container's value and version into a blind entry (see
@@ -223,6 +225,7 @@ final class TransactionOperations {
         applyLocked: @escaping (TransactionEntry) -> Bool,
         publishAndUnlock: @escaping (TransactionEntry, DeliveryContext, _ mayClaim: Bool) -> Bool,
         deliverClaimed: @escaping (TransactionEntry, DeliveryContext) -> Void,
+        writeGate: @escaping (TransactionEntry) -> WriteGate?,
         revert: @escaping (TransactionEntry) -> Void,
         read: @escaping (TransactionEntry) -> Void,
         checkpoint: @escaping (TransactionEntry) -> () -> Void,
@@ -232,6 +235,7 @@ final class TransactionOperations {
         self.applyLocked = applyLocked
         self.publishAndUnlock = publishAndUnlock
         self.deliverClaimed = deliverClaimed
+        self.writeGate = writeGate
         self.revert = revert
         self.read = read
         self.checkpoint = checkpoint

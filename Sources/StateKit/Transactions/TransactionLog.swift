@@ -377,6 +377,12 @@ final class TransactionLog {
     /// hook or write observer) go to the dispatcher while this thread counts as delivering, so
     /// that nothing is delivered before every lock is released. Inside a handler, every change
     /// is delivered after the current delivery.
+    ///
+    /// Containers whose writes pass a ``WriteGate`` (keys shared across processes) are held at
+    /// their gates first, entered in ``WriteGate/transactionOrder`` (for a shared key: the other
+    /// processes' writes wait, and what they wrote comes in, so a value read before it is not
+    /// current); the gates make the changes last together (``WriteGate/commitTogether(_:)``) after
+    /// they are applied, and are let go before anything is delivered.
     /// - Returns: `false` if a container changed since it was read: nothing was applied.
     func commit() -> Bool {
         sortByContainer()
@@ -384,6 +390,14 @@ final class TransactionLog {
         let entries = self.entries
         func forEachEntry(_ body: (TransactionEntry) -> Void) {
             for entry in entries { entry._withUnsafeGuaranteedRef(body) }
+        }
+        var gates: [WriteGate] = []
+        forEachEntry { entry in
+            if let gate = entry.withOperations({ $0.writeGate(entry) }) { gates.append(gate) }
+        }
+        if !gates.isEmpty {
+            gates.sort { $0.transactionOrder < $1.transactionOrder }
+            for gate in gates { gate.enterForTransaction() }
         }
         forEachEntry { entry in
             if entry.isWritten { entry.isObserved = entry.withOperations { $0.tellObservation(entry, true) } }
@@ -400,6 +414,7 @@ final class TransactionLog {
         }
         guard isCurrent else {
             forEachEntry { $0.unlockContainer() }
+            if !gates.isEmpty { leave(gates) }
             return false
         }
         forEachEntry { entry in
@@ -424,6 +439,10 @@ final class TransactionLog {
                 entry.unlockContainer()
             }
         }
+        if !gates.isEmpty {
+            gates[0].commitTogether(gates)
+            for gate in gates { gate.leaveTransaction() }
+        }
         if isAnyClaimed {
             context.depth = 0
             // A derived state's handlers run after every container's of the transaction.
@@ -436,6 +455,19 @@ final class TransactionLog {
         }
         if isOutermostDelivery { context.endOutermost() }
         return true
+    }
+
+    /// Lets go of the gates of a commit that applied nothing; what they brought in is delivered
+    /// once every gate is let go.
+    private func leave(_ gates: [WriteGate]) {
+        let context = deliveryContext
+        let isOutermostDelivery = !context.isDelivering
+        if isOutermostDelivery {
+            context.beginOutermost()
+            context.depth = -1
+        }
+        for gate in gates { gate.leaveTransaction() }
+        if isOutermostDelivery { context.endOutermost() }
     }
 
     /// Orders the entries by container address, the order the commit takes their locks in.

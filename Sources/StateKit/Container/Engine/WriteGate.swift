@@ -15,8 +15,14 @@
 /// - ``didWrite()``, before Observation's `didSet`, after the delivery: lets go of a gate the
 ///   write still holds because it changed nothing, publishing what ``willWrite()`` brought in.
 ///
-/// Lock order: the gate, then the container's lock. Nothing holding the container's lock waits
-/// for the gate.
+/// A transaction's commit holds the gates of all the containers it touched, entered in the order
+/// of ``transactionOrder`` before it takes their locks (``enterForTransaction()``); while it holds
+/// them, ``willWrite()`` on its thread passes, and the write observer keeps each change for
+/// ``commitTogether(_:)``, which the commit calls once its changes are applied and before they are
+/// delivered; ``leaveTransaction()`` then lets each gate go.
+///
+/// Lock order: the gate (gates in ``transactionOrder``), then the container's lock. Nothing
+/// holding a container's lock waits for a gate.
 ///
 /// - Note: A gate is entered and left on one thread; subclasses say how they are thread-safe.
 @usableFromInline
@@ -28,4 +34,21 @@ class WriteGate: @unchecked Sendable {
     /// Lets the next writer in, if this thread's write did not (it changed nothing). Called
     /// without the container's lock.
     func didWrite() {}
+
+    /// Where the gate comes among the gates one transaction enters: every thread and process
+    /// enters them in this order.
+    var transactionOrder: String { "" }
+
+    /// Waits for the gate, then holds it for the calling thread's transaction commit, bringing in
+    /// what was written elsewhere meanwhile. Called without any container's lock.
+    func enterForTransaction() {}
+
+    /// Makes the changes the commit kept on `gates` (this one among them, all held) last
+    /// together. Called without any container's lock, before the changes are delivered.
+    func commitTogether(_ gates: [WriteGate]) {}
+
+    /// Lets go of a gate ``enterForTransaction()`` held, publishing what it brought in that no
+    /// change of the commit replaced. Called without any container's lock, while the thread
+    /// delivers (so what it publishes is delivered once every gate is let go).
+    func leaveTransaction() {}
 }

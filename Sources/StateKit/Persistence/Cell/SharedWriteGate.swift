@@ -32,6 +32,12 @@ import Musl
 ///    holds the key; it publishes the value step 2 brought in, if any, as an outside change, and
 ///    lets the key go.
 ///
+/// A transaction's commit enters the gates of all its shared keys (``enterForTransaction()``, in
+/// the order of their lock files, before any cell's lock), so steps 1 and 2 run for each; in step 4
+/// the write observer only encodes the change (`staged`); once every change is applied,
+/// ``commitTogether(_:)`` writes them all through one ``SharedTransactionRecord``, and
+/// ``leaveTransaction()`` lets each key go, as step 5 does.
+///
 /// The save in step 4 holds the cell's lock, so a read of this key on another thread may wait for
 /// one file write; reads of other keys never do.
 ///
@@ -74,6 +80,11 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
     private var broughtIn: (replaced: Value, version: UInt64)?
     /// Whether the last save through the gate failed, so that the next success clears the error.
     private var hasFailed = false
+    /// Whether the holder holds the key for a transaction's commit: the write observer then keeps
+    /// the change in `staged`, for ``commitTogether(_:)``.
+    private var isHeldForTransaction = false
+    /// The change a transaction's commit made, encoded, until the commit writes it.
+    private var staged: (representation: StoredRepresentation, data: Data, version: UInt64)?
 
     init(value: StoredValue<Value>, keyLock: SharedKeyLock, storage: FileStateStorage) {
         self.value = value
@@ -87,6 +98,27 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
     }
 
     override func willWrite() {
+        // A transaction's commit on this thread holds the key already.
+        if holder.load(ordering: .relaxed) == currentThreadID() { return }
+        enter()
+    }
+
+    override var transactionOrder: String { keyLock.path }
+
+    override func enterForTransaction() {
+        enter()
+        isHeldForTransaction = true
+    }
+
+    override func leaveTransaction() {
+        guard holder.load(ordering: .relaxed) == currentThreadID() else { return publishReports() }
+        isHeldForTransaction = false
+        staged = nil
+        didWrite()
+    }
+
+    /// Takes the key, and brings in what was written elsewhere since this process last knew it.
+    private func enter() {
         keyLock.lock()
         holder.store(currentThreadID(), ordering: .relaxed)
         guard let value else { return }
@@ -118,8 +150,45 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
     func changeWillBeDelivered(_ change: StateChange<Value>) {
         guard holder.load(ordering: .relaxed) == currentThreadID() else { return }
         broughtIn = nil
+        if isHeldForTransaction { return stage(change) }
         if save(change.newValue) { value?.noteSaved(version: change.version) }
         leave()
+    }
+
+    /// Keeps a transaction's change, encoded, for ``commitTogether(_:)``; a value the file holds
+    /// already is saved.
+    private func stage(_ change: StateChange<Value>) {
+        guard let value, value.isPersisting else { return }
+        do {
+            guard let representation = try value.codec.encode(change.newValue),
+                let data = representation.payload as? Data
+            else { return }
+            if representation.fingerprint == knownFingerprint {
+                staged = nil
+                value.noteSaved(version: change.version)
+            } else {
+                staged = (representation, data, change.version)
+            }
+        } catch {
+            // The cell's own save retries it (taking the key lock), and reports the error.
+            staged = nil
+            hasFailed = true
+            reports.withLock { $0.append { value.publishSave(error: error) } }
+        }
+    }
+
+    override func commitTogether(_ gates: [WriteGate]) {
+        let participants = gates.compactMap { $0 as? any SharedTransactionParticipant }.filter(\.hasStagedWrite)
+        if participants.count == 1 { return participants[0].saveStaged() }
+        guard !participants.isEmpty else { return }
+        let record = SharedTransactionRecord(writes: participants.compactMap(\.stagedWrite))
+        let locks = Dictionary(participants.map { ($0.lockPath, $0.stagedKeyLock) }) { first, _ in first }
+        do {
+            try record.commit(holding: locks, afterFirstReplace: SharedTransactionHooks.afterFirstReplace)
+            for participant in participants { participant.stagedWriteSucceeded() }
+        } catch {
+            for participant in participants { participant.stagedWriteFailed(error) }
+        }
     }
 
     override func didWrite() {
@@ -156,6 +225,19 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
         do {
             guard let representation = try value.codec.encode(newValue), let data = representation.payload as? Data
             else { return false }
+            return save(representation: representation, data: data)
+        } catch {
+            hasFailed = true
+            value.publishSave(error: error)
+            return false
+        }
+    }
+
+    /// Writes `data`, encoded as `representation`, to the key's file unless it holds it already;
+    /// returns whether it does now.
+    private func save(representation: StoredRepresentation, data: Data) -> Bool {
+        guard let value else { return false }
+        do {
             if representation.fingerprint != knownFingerprint {
                 let generation = keyLock.advanceGeneration()
                 try value.storeLocked(representation) { try storage.replace(data, fileName: fileName) }
@@ -192,6 +274,63 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
             isSyncScheduled.withLock { $0 = false }
             storage.synchronize(forKey: key)
         }
+    }
+}
+
+/// A gate of a key shared across processes, as a transaction's commit sees it, whatever the
+/// key's value type: what it staged, and what to do once the commit wrote it. Called holding the
+/// key, on the thread that holds it.
+protocol SharedTransactionParticipant: AnyObject {
+    var hasStagedWrite: Bool { get }
+    var stagedWrite: SharedTransactionRecord.Write? { get }
+    var lockPath: String { get }
+    var stagedKeyLock: SharedKeyLock { get }
+    /// Writes the staged change alone (the commit changed no other shared key).
+    func saveStaged()
+    func stagedWriteSucceeded()
+    func stagedWriteFailed(_ error: any Error)
+}
+
+extension SharedWriteGate: SharedTransactionParticipant {
+    var hasStagedWrite: Bool { staged != nil }
+
+    var stagedWrite: SharedTransactionRecord.Write? {
+        staged.map { SharedTransactionRecord.Write(file: path, lock: keyLock.path, bytes: $0.data) }
+    }
+
+    var lockPath: String { keyLock.path }
+
+    var stagedKeyLock: SharedKeyLock { keyLock }
+
+    func saveStaged() {
+        guard let staged else { return }
+        self.staged = nil
+        if save(representation: staged.representation, data: staged.data) { value?.noteSaved(version: staged.version) }
+    }
+
+    func stagedWriteSucceeded() {
+        guard let staged, let value else { return }
+        self.staged = nil
+        // The record wrote the file; this keeps the bookkeeping of a save.
+        try? value.storeLocked(staged.representation) {}
+        known = (keyLock.generation, FileStamp(path: path))
+        knownFingerprint = staged.representation.fingerprint
+        value.noteSaved(version: staged.version)
+        scheduleSync()
+        if hasFailed {
+            hasFailed = false
+            reports.withLock { $0.append { value.publishSave(error: nil) } }
+        }
+    }
+
+    func stagedWriteFailed(_ error: any Error) {
+        guard let value else { return }
+        staged = nil
+        // The file may hold the new value (the next holder completes the commit) or the old one;
+        // it is read again at the next write, and the cell's own save retries.
+        known = nil
+        hasFailed = true
+        reports.withLock { $0.append { value.publishSave(error: error) } }
     }
 }
 

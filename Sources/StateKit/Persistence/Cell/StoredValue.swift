@@ -815,6 +815,10 @@ extension StoredValue {
         unless gateFingerprint: Data?,
         publishLater: inout (() -> Void)?
     ) -> (value: Value, fingerprint: Data?)? {
+        // A value the watcher read earlier is not written into the cell after this read, even when
+        // the file is back to what the gate knew (another process's writes went A, B, A), since
+        // the watcher may have read the B.
+        lock.withLock { ledger.writeStarted() }
         let found: StoredRepresentation?
         do {
             found = try codec.load()
@@ -824,7 +828,6 @@ extension StoredValue {
         guard let representation = found else {
             guard gateFingerprint != nil else { return nil }
             knownFingerprint = nil
-            lock.withLock { ledger.writeStarted() }
             return (defaultValue, nil)
         }
         guard representation.fingerprint != gateFingerprint else { return nil }
@@ -839,8 +842,6 @@ extension StoredValue {
         }
         knownFingerprint = representation.fingerprint
         attemptedFingerprint = nil
-        // A value the watcher read earlier is not written into the cell after this one.
-        lock.withLock { ledger.writeStarted() }
         return (value, representation.fingerprint)
     }
 

@@ -59,8 +59,10 @@ public struct FileStateStorage: StateStorage {
     /// It costs each write a lock, a `stat`, a write and a rename on the writer's thread (a median
     /// of about 45 µs uncontended on tmpfs on a busy 2-core Linux VM; more where every rename
     /// waits for a disk's journal), instead of a save coalesced on a background queue.
-    /// Writes inside ``withStateTransaction(_:)`` to such a key are refused: the process stops
-    /// with a message naming the key (a transaction does not hold the keys' locks).
+    /// A ``withStateTransaction(_:)`` over such keys takes their locks in one order (by file name)
+    /// for its commit, and writes an intent record before it replaces the first file, so other
+    /// processes read all of its changes or none, even when its process is killed mid-commit;
+    /// ``StateHistory`` undoes and redoes such changes the same way.
     ///
     /// Whether a key is shared is decided for the process by the first container of the key: use
     /// one setting for a directory everywhere.

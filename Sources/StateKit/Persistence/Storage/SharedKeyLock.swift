@@ -23,6 +23,10 @@ import Musl
 /// an equal size and a coarse modification time make a `stat` look the same. (A writer killed
 /// between the two steps costs the others one needless read.)
 ///
+/// The next 8 bytes name the transaction whose commit is replacing the key's file, 0 when none
+/// is (see ``SharedTransactionRecord``): a holder that finds one there found the commit of a
+/// process that died, and completes it before it reads the key.
+///
 /// When the lock file cannot be opened (a read-only directory), the key is locked within the
 /// process only, and ``lock()`` says so.
 ///
@@ -35,8 +39,13 @@ final class SharedKeyLock: @unchecked Sendable {
     private var descriptor: Int32 = -1
     private let held = Atomic<Bool>(false)
 
-    init(path: String) {
+    /// Whether ``lock()`` completes the commit of a transaction it finds marked on the key; `false`
+    /// for the locks that completion itself takes.
+    private let completesTransactions: Bool
+
+    init(path: String, completesTransactions: Bool = true) {
         self.path = path
+        self.completesTransactions = completesTransactions
     }
 
     deinit {
@@ -45,18 +54,30 @@ final class SharedKeyLock: @unchecked Sendable {
 
     /// Waits for the key, then holds it (within the process, then across processes).
     ///
+    /// A key marked with a transaction's commit (its process died in the middle) is let go, the
+    /// commit completed (``SharedTransactionRecord/complete(id:directory:lockPath:)``), and the key
+    /// taken again: so the holder never reads a key of a half-committed transaction.
+    ///
     /// - Returns: Whether other processes are locked out too: `false` when the lock file could not
     ///   be opened.
     @discardableResult
     func lock() -> Bool {
-        threads.lock()
-        held.store(true, ordering: .relaxed)
-        if descriptor < 0 { descriptor = Self.openLockFile(path) }
-        guard descriptor >= 0 else { return false }
-        while flock(descriptor, LOCK_EX) != 0 {
-            guard errno == EINTR else { return false }
+        var mayComplete = completesTransactions
+        while true {
+            threads.lock()
+            held.store(true, ordering: .relaxed)
+            if descriptor < 0 { descriptor = Self.openLockFile(path) }
+            guard descriptor >= 0 else { return false }
+            while flock(descriptor, LOCK_EX) != 0 {
+                guard errno == EINTR else { return false }
+            }
+            let pending = mayComplete ? pendingTransaction : 0
+            guard pending != 0 else { return true }
+            unlock()
+            // A commit that cannot be completed (a full disk) is tried again by the next holder.
+            mayComplete = SharedTransactionRecord.complete(
+                id: pending, directory: (path as NSString).deletingLastPathComponent, lockPath: path)
         }
-        return true
     }
 
     /// Lets the key go; called by the thread that holds it.
@@ -88,6 +109,26 @@ final class SharedKeyLock: @unchecked Sendable {
         var value = next.littleEndian
         _ = withUnsafeBytes(of: &value) { pwrite(descriptor, $0.baseAddress, 8, 0) }
         return next
+    }
+
+    /// The transaction whose commit holds the key, or 0; set, forced to disk, before the commit
+    /// replaces the key's file, and cleared after. Called holding the key.
+    var pendingTransaction: UInt64 {
+        guard descriptor >= 0 else { return 0 }
+        var value: UInt64 = 0
+        let count = withUnsafeMutableBytes(of: &value) { pread(descriptor, $0.baseAddress, 8, 8) }
+        return count == 8 ? UInt64(littleEndian: value) : 0
+    }
+
+    /// Marks the key as being replaced by the transaction `id` (0 clears it), forcing the mark to
+    /// disk when `durably`. Called holding the key.
+    func markPendingTransaction(_ id: UInt64, durably: Bool) throws {
+        guard descriptor >= 0 else { return }
+        var value = id.littleEndian
+        let count = withUnsafeBytes(of: &value) { pwrite(descriptor, $0.baseAddress, 8, 8) }
+        guard count == 8, !durably || fsync(descriptor) == 0 else {
+            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+        }
     }
 
     /// Opens (creating) the lock file and its directory, close-on-exec.

@@ -274,24 +274,6 @@ import Darwin
         #expect(plain.value == 8)
     }
 
-    @Test func transactionWritingASharedKeyIsRefusedNamingTheKey() throws {
-        let directory = TemporaryDirectory()
-        defer { directory.cleanUp() }
-        let key = uniqueKey()
-        // Without the backtracer, which would hold the child's standard error open after its trap.
-        let (process, output, errors) = try TestHelperProcess.start(
-            TestHelperProcess.executableURL(), ["shared-transaction", directory.url.path, key])
-        let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let outputText = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        // The refusal traps: the process never ends cleanly (with the backtracer on, CI saw it end
-        // with an exit status rather than the signal).
-        #expect(process.terminationReason == .uncaughtSignal || process.terminationStatus != 0)
-        #expect(outputText == "ready\n")
-        #expect(errorText.contains("withStateTransaction wrote to '\(key)', whose storage is shared across processes"))
-        #expect(try stored(Int.self, directory, key) == nil)
-    }
-
     @Test func unsharedStorageKeepsTodaysBehaviour() throws {
         let directory = TemporaryDirectory()
         defer { directory.cleanUp() }

@@ -61,9 +61,11 @@ final class TestHelperProcess {
         return nil
     }
 
-    /// Runs the helper to completion and returns its output lines.
-    static func run(_ arguments: [String]) throws -> [String] {
+    /// Runs the helper to completion, with `input` as its first line if given, and returns its
+    /// output lines.
+    static func run(_ arguments: [String], input: String? = nil) throws -> [String] {
         let helper = try TestHelperProcess(arguments)
+        if let input { helper.send(input) }
         var lines: [String] = []
         while let line = helper.nextLine() { lines.append(line) }
         helper.process.waitUntilExit()
