@@ -1,5 +1,6 @@
 import Foundation
 import StateKit
+import Synchronization
 
 // The commands for file storage shared across processes (issue 44). Each opens the key in
 // `FileStateStorage.file(directory, sharedAcrossProcesses: true)`, or `false` when the command
@@ -16,6 +17,11 @@ import StateKit
 //   shared-watch <directory> <key>              prints "value <v>" for the Int's current value and
 //                                               each change, until standard input ends
 //   shared-transaction <directory> <key>        adds 1 inside withStateTransaction
+//   shared-subscribe-changes <directory> <key>  prints "ready", then "change <old> <new> <origin>"
+//                                               for each change of the Int and "diagnostic <kind>
+//                                               <message>" for each diagnostic; reading standard
+//                                               input, "count" prints "count <changes so far>",
+//                                               until it ends
 //
 // Transactions over two shared keys (semantics 30), on Ints:
 //
@@ -82,6 +88,19 @@ func runSharedCommand(_ arguments: [String]) -> Bool {
         let count = PersistedState(0, key: key, storage: storage)
         let subscription = count.subscribe { line("value \($0)") }
         while readLine() != nil {}
+        subscription.cancel()
+    case "shared-subscribe-changes":
+        let count = PersistedState(0, key: key, storage: storage)
+        let received = Mutex(0)
+        StateDiagnostics.handler = { line("diagnostic \($0.kind) \($0.message)") }
+        let subscription = count.subscribeChanges { change in
+            received.withLock { $0 += 1 }
+            line("change \(change.oldValue) \(change.newValue) \(change.origin)")
+        }
+        line("ready")
+        while let command = readLine() {
+            if command == "count" { line("count \(received.withLock { $0 })") }
+        }
         subscription.cancel()
     case "shared-transaction":
         let count = PersistedState(0, key: key, storage: storage)

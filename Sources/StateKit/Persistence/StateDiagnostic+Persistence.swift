@@ -21,4 +21,9 @@ extension StateDiagnostic.Kind {
     /// The message names the key and both types. The container created second neither loads nor
     /// saves: it starts from its default and lives in memory only, so neither corrupts the other.
     public static let keyConflict = StateDiagnostic.Kind("key-conflict")
+
+    /// A process was further behind another process's changes of a key shared across processes
+    /// than the key's journal goes back (1,000 changes): it took the newest value as one change
+    /// instead of each. The message names the key and how many changes it missed.
+    public static let changesMissed = StateDiagnostic.Kind("changes-missed")
 }

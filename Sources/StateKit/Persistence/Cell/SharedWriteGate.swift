@@ -85,6 +85,14 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
     private var isHeldForTransaction = false
     /// The change a transaction's commit made, encoded, until the commit writes it.
     private var staged: (representation: StoredRepresentation, data: Data, version: UInt64)?
+    /// The key's journal, and where this process stopped reading it (`nil` until it starts).
+    private let journal: SharedKeyJournal
+    private var position: SharedKeyJournal.Position?
+    /// Where a damaged journal tail was last reported, so that it is reported once.
+    private var reportedDamage: UInt64?
+    /// Whether the holder is publishing other processes' changes (``catchUp()``): the write
+    /// observer then leaves them be.
+    private var isCatchingUp = false
 
     init(value: StoredValue<Value>, keyLock: SharedKeyLock, storage: FileStateStorage) {
         self.value = value
@@ -95,6 +103,40 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
         self.path = storage.fileURL(forKey: value.key).path
         self.knownFingerprint = value.knownFingerprintNow
         self.syncQueue = DispatchQueue(label: "StateKit.shared.\(value.key)", qos: .utility)
+        self.journal = SharedKeyJournal(forFileAt: path)
+    }
+
+    /// Starts reading the key's journal at its end: the changes before are in what the cell loaded.
+    func startReadingJournal() {
+        keyLock.lock()
+        position = journal.end(holding: keyLock)
+        keyLock.unlock()
+    }
+
+    /// Delivers what other processes wrote since this process last read the key, each change of
+    /// the key's journal as its own change (origin ``ChangeOrigin/external``), in order; or, when
+    /// this process is further behind than the journal goes back, one change to the newest value,
+    /// and a diagnostic naming the gap. Called by the storage's watcher, without any lock; the
+    /// changes are delivered once the key is let go.
+    func catchUp() {
+        let delivery = DeferredDelivery.begin()
+        keyLock.lock()
+        holder.store(currentThreadID(), ordering: .relaxed)
+        if let value {
+            value.ioLock.lock()
+            holding = value
+            isCatchingUp = true
+            bringIn(from: value, publishingEach: true)
+            if let broughtIn {
+                value.cell.lock.lock()
+                value.cell.publishAndUnlock(
+                    oldValue: value.cell.wantsChangeRecords ? broughtIn.replaced : nil, origin: .external)
+            }
+            isCatchingUp = false
+        }
+        leave()
+        publishReports()
+        delivery.end()
     }
 
     override func willWrite() {
@@ -125,10 +167,20 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
         // Held to the end of the write, before the cell's lock, as the value's own saves do.
         value.ioLock.lock()
         holding = value
+        bringIn(from: value, publishingEach: false)
+    }
+
+    /// Brings what other processes wrote since this process last read or wrote the key into the
+    /// cell, holding the key: when `publishingEach`, each entry of the journal as a change of its
+    /// own, published now (delivered when the caller's delivery ends); then the file's value, if
+    /// it is not the last of those (a write the journal missed), at a version of its own, kept in
+    /// `broughtIn` for the caller to publish.
+    private func bringIn(from value: StoredValue<Value>, publishingEach: Bool) {
         let generation = keyLock.generation
         let stamp = FileStamp(path: path)
         if let known, known.generation == generation, known.stamp == stamp { return }
         known = (generation, stamp)
+        readJournal(publishingEach ? value : nil)
         var report: (() -> Void)?
         let found = value.readChangedLocked(unless: knownFingerprint, publishLater: &report)
         if let report { reports.withLock { $0.append(report) } }
@@ -145,10 +197,58 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
         broughtIn = (broughtIn?.replaced ?? replaced, version)
     }
 
+    /// Reads the journal's new entries, and publishes each as a change of the cell of `value`, if
+    /// given; reports a gap or a damaged tail.
+    private func readJournal(_ value: StoredValue<Value>?) {
+        guard var position else { return }
+        let before = position.lastSequence
+        let reading = journal.read(after: &position)
+        self.position = position
+        if let damagedAt = reading.damagedAt, damagedAt != reportedDamage {
+            reportedDamage = damagedAt
+            let diagnostic = StateDiagnostic(
+                kind: .storageFailed, keys: [key],
+                message: "the journal of '\(key)' (\(journal.path)) has a damaged tail at byte \(damagedAt), ignored: "
+                    + "the next write there cuts it off")
+            reports.withLock { $0.append { StateDiagnostics.report(diagnostic) } }
+        }
+        guard let value else { return }
+        if reading.missed > 0 {
+            // Further behind than the journal goes back: the file's value comes in as one change.
+            let diagnostic = StateDiagnostic(
+                kind: .changesMissed, keys: [key],
+                message: "this process missed \(reading.missed) changes of '\(key)' made by other processes "
+                    + "(after change \(before), the journal keeps the last \(SharedKeyJournal.backlog)); "
+                    + "it takes the newest value as one change")
+            reports.withLock { $0.append { StateDiagnostics.report(diagnostic) } }
+            return
+        }
+        for entry in reading.entries where entry.bytes != knownFingerprint {
+            let representation = StoredRepresentation(payload: entry.bytes, fingerprint: entry.bytes)
+            // Bytes that do not decode are the file's to report, if it still holds them.
+            guard let newValue = try? value.codec.decode(representation) else { continue }
+            knownFingerprint = entry.bytes
+            let cell = value.cell
+            cell.lock.lock()
+            let replaced = cell.storedValue
+            cell.storedValue = newValue
+            cell.storedVersion &+= 1
+            value.noteSaved(version: cell.storedVersion)
+            cell.publishAndUnlock(oldValue: cell.wantsChangeRecords ? replaced : nil, origin: .external)
+        }
+    }
+
+    /// Appends `data`, just stored, to the key's journal; this process has read everything before.
+    private func appendToJournal(_ data: Data) {
+        // A failure costs other processes the change's own delivery: they take the file's value.
+        try? journal.append(data, holding: keyLock)
+        if position != nil { position = journal.end(holding: keyLock) }
+    }
+
     /// The cell's write observer: saves the change about to be delivered and lets the key go.
     /// Called under the cell's lock, on the writing thread, which holds the key.
     func changeWillBeDelivered(_ change: StateChange<Value>) {
-        guard holder.load(ordering: .relaxed) == currentThreadID() else { return }
+        guard holder.load(ordering: .relaxed) == currentThreadID(), !isCatchingUp else { return }
         broughtIn = nil
         if isHeldForTransaction { return stage(change) }
         if save(change.newValue) { value?.noteSaved(version: change.version) }
@@ -241,6 +341,7 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
             if representation.fingerprint != knownFingerprint {
                 let generation = keyLock.advanceGeneration()
                 try value.storeLocked(representation) { try storage.replace(data, fileName: fileName) }
+                appendToJournal(data)
                 known = (generation, FileStamp(path: path))
                 knownFingerprint = representation.fingerprint
                 scheduleSync()
@@ -274,6 +375,13 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
             isSyncScheduled.withLock { $0 = false }
             storage.synchronize(forKey: key)
         }
+    }
+}
+
+extension StoredValue {
+    /// The gate of the key, when its storage is shared across processes.
+    var sharedWriteGate: SharedWriteGate<Value>? {
+        cell.observation.current?.writeGate.current as? SharedWriteGate<Value>
     }
 }
 
@@ -313,10 +421,10 @@ extension SharedWriteGate: SharedTransactionParticipant {
         self.staged = nil
         // The record wrote the file; this keeps the bookkeeping of a save.
         try? value.storeLocked(staged.representation) {}
+        appendToJournal(staged.data)
         known = (keyLock.generation, FileStamp(path: path))
         knownFingerprint = staged.representation.fingerprint
         value.noteSaved(version: staged.version)
-        scheduleSync()
         if hasFailed {
             hasFailed = false
             reports.withLock { $0.append { value.publishSave(error: nil) } }
@@ -344,6 +452,7 @@ extension StoredValue {
         let gate = SharedWriteGate(value: self, keyLock: keyLock, storage: storage)
         let point = cell.installObservationPoint()
         guard point.writeGate.install(gate) === gate else { return }
+        gate.startReadingJournal()
         cell.lock.withLock {
             let earlier = cell.writeObserver
             cell.writeObserver = { change in

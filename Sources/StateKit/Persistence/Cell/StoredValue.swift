@@ -609,6 +609,8 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
     /// read last, writes it into the cell. Bytes that do not decode are given a moment (a writer
     /// may be halfway through), then kept aside and reported; the value stays as it was.
     private func checkStorage(isSettled: Bool) {
+        // Shared across processes: each change of the key's journal, through its gate.
+        if let gate = sharedWriteGate { return gate.catchUp() }
         var outcome = Outcome()
         let found = ioLock.withLock { readStorageLocked(isSettled: isSettled, outcome: &outcome) }
         publish(outcome, ticket: nil)

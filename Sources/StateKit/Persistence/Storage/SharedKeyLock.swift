@@ -25,7 +25,8 @@ import Musl
 ///
 /// The next 8 bytes name the transaction whose commit is replacing the key's file, 0 when none
 /// is (see ``SharedTransactionRecord``): a holder that finds one there found the commit of a
-/// process that died, and completes it before it reads the key.
+/// process that died, and completes it before it reads the key. The 16 after them are the end of
+/// the key's ``SharedKeyJournal``.
 ///
 /// When the lock file cannot be opened (a read-only directory), the key is locked within the
 /// process only, and ``lock()`` says so.
@@ -129,6 +130,23 @@ final class SharedKeyLock: @unchecked Sendable {
         guard count == 8, !durably || fsync(descriptor) == 0 else {
             throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
         }
+    }
+
+    /// The sequence number of the last entry of the key's journal and the length of what is whole
+    /// of it; zeros before the first. Called holding the key.
+    var journalEnd: (lastSequence: UInt64, length: UInt64) {
+        guard descriptor >= 0 else { return (0, 0) }
+        var values: (UInt64, UInt64) = (0, 0)
+        let count = withUnsafeMutableBytes(of: &values) { pread(descriptor, $0.baseAddress, 16, 16) }
+        guard count == 16 else { return (0, 0) }
+        return (UInt64(littleEndian: values.0), UInt64(littleEndian: values.1))
+    }
+
+    /// Records the end of the key's journal after an append. Called holding the key.
+    func setJournalEnd(lastSequence: UInt64, length: UInt64) {
+        guard descriptor >= 0 else { return }
+        var values = (lastSequence.littleEndian, length.littleEndian)
+        _ = withUnsafeBytes(of: &values) { pwrite(descriptor, $0.baseAddress, 16, 16) }
     }
 
     /// Opens (creating) the lock file and its directory, close-on-exec.

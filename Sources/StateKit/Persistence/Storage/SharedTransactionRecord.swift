@@ -17,7 +17,8 @@ import Musl
 ///    its directory, to disk;
 /// 2. marks each key's lock file with the record's id (``SharedKeyLock/markPendingTransaction(_:durably:)``),
 ///    forced to disk;
-/// 3. replaces each key's file (a temporary file renamed into place, as every save);
+/// 3. replaces each key's file (a temporary file renamed into place, as every save), and forces
+///    the new files to disk;
 /// 4. clears the marks, then removes the record.
 ///
 /// A process that takes a key and finds a mark (``SharedKeyLock/lock()``) lets it go and calls
@@ -73,6 +74,7 @@ struct SharedTransactionRecord: Codable {
             try Self.replace(write.file, with: write.bytes)
             if index == 0 { afterFirstReplace?() }
         }
+        for write in writes { Self.synchronize(write.file) }
         finish(holding: writes.compactMap { locks[$0.lock] })
     }
 
@@ -130,6 +132,14 @@ struct SharedTransactionRecord: Codable {
             unlink(temporary)
             throw error
         }
+    }
+
+    /// Forces the file at `path` to disk.
+    private static func synchronize(_ path: String) {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        fsync(descriptor)
+        close(descriptor)
     }
 
     /// Writes `data` to `path` (a new file), forcing it and its directory to disk.

@@ -1,0 +1,124 @@
+import Foundation
+import StateKitTesting
+import Testing
+
+@testable import StateKit  // to read the journal's file name (SharedKeyJournal)
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Semantics 31: every change another process makes to a shared key reaches `subscribeChanges`
+/// as its own change, in order (real child processes); a process further behind than the journal
+/// gets one change and a diagnostic; a damaged journal tail is reported, ignored and cut off.
+@Suite(.timeLimit(.minutes(3))) struct SharedJournalTests {
+    init() { DiagnosticsRecorder.start() }
+
+    /// How long a child may take to answer before the test kills it and fails.
+    private let childBound: Double = isThreadSanitized ? 240 : 120
+
+    private func start(_ arguments: [String]) throws -> TestHelperProcess {
+        let child = try TestHelperProcess(arguments)
+        let watchdog = DispatchWorkItem { if child.process.isRunning { child.kill() } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + childBound, execute: watchdog)
+        return child
+    }
+
+    /// Runs `shared-increment` children adding `count` each, all at once, until they are done.
+    private func increment(_ processes: Int, by count: Int, _ directory: TemporaryDirectory, _ key: String) throws {
+        let children = try (0..<processes).map { _ in
+            try start(["shared-increment", directory.url.path, key, String(count)])
+        }
+        for child in children { #expect(child.nextLine() == "ready") }
+        for child in children { child.send("go") }
+        for child in children {
+            #expect(child.nextLine(startingWith: "done") != nil)
+            child.process.waitUntilExit()
+        }
+    }
+
+    private func shared(_ directory: TemporaryDirectory) -> FileStateStorage {
+        .file(directory.url, sharedAcrossProcesses: true)
+    }
+
+    /// Waits, bounded, until `changes` holds `count` changes.
+    private func waitFor(_ count: Int, _ changes: Collector<StateChange<Int>>) async {
+        await eventually("\(count) changes (have \(changes.count))") { changes.count >= count }
+    }
+
+    @Test func twentyProcessesIncrementingReachASubscriberOneChangeAtATime() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let key = uniqueKey()
+        let count = PersistedState(0, key: key, storage: shared(directory))
+        let changes = Collector<StateChange<Int>>()
+        let subscription = count.subscribeChanges { changes.append($0) }
+        defer { subscription.cancel() }
+        try increment(20, by: 10, directory, key)
+        await waitFor(200, changes)
+        let received = changes.all
+        #expect(received.count == 200)
+        #expect(received.map(\.oldValue) == Array(0..<200))
+        #expect(received.map(\.newValue) == Array(1...200))
+        #expect(received.allSatisfy { $0.origin == .external })
+        #expect(received.map(\.version) == received.map(\.version).sorted())
+        #expect(count.value == 200)
+        #expect(DiagnosticsRecorder.diagnostics(involving: key).isEmpty)
+    }
+
+    @Test func readerFurtherBehindThanTheBacklogGetsOneChangeAndADiagnostic() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let key = uniqueKey()
+        let reader = try start(["shared-subscribe-changes", directory.url.path, key])
+        #expect(reader.nextLine() == "ready")
+        kill(reader.process.processIdentifier, SIGSTOP)
+        try increment(1, by: 5_000, directory, key)
+        kill(reader.process.processIdentifier, SIGCONT)
+        #expect(reader.nextLine(startingWith: "diagnostic")?.hasPrefix("diagnostic changes-missed") == true)
+        #expect(reader.nextLine(startingWith: "change") == "change 0 5000 external")
+        // Nothing else arrives: the next write is the next change.
+        try increment(1, by: 1, directory, key)
+        #expect(reader.nextLine(startingWith: "change") == "change 5000 5001 external")
+        reader.send("count")
+        #expect(reader.nextLine(startingWith: "count") == "count 2")
+        reader.kill()
+        // The journal is bounded: at most twice the backlog.
+        let journal = SharedKeyJournal(forFileAt: shared(directory).fileURL(forKey: key).path)
+        let size = try FileManager.default.attributesOfItem(atPath: journal.path)[.size] as? Int ?? 0
+        #expect(size < 2 * 1_000 * (20 + 5) + 12)
+    }
+
+    /// A writer killed in the middle of its journal append leaves a torn tail (here: garbage, with
+    /// the key's file replaced as that writer had): the reader reports it, takes the file's value
+    /// as one change, and reads every later append.
+    @Test func damagedJournalTailIsReportedIgnoredAndCutOff() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let key = uniqueKey()
+        let count = PersistedState(0, key: key, storage: shared(directory))
+        let changes = Collector<StateChange<Int>>()
+        let subscription = count.subscribeChanges { changes.append($0) }
+        defer { subscription.cancel() }
+        try increment(1, by: 1, directory, key)
+        await waitFor(1, changes)
+
+        let journal = SharedKeyJournal(forFileAt: shared(directory).fileURL(forKey: key).path)
+        let handle = try #require(FileHandle(forWritingAtPath: journal.path))
+        handle.seekToEndOfFile()
+        handle.write(Data([0x2a, 0, 0, 0, 7, 7, 7, 7, 7]))
+        handle.closeFile()
+        try Data("7".utf8).write(to: shared(directory).fileURL(forKey: key), options: .atomic)
+        await waitFor(2, changes)
+        await eventually("the damaged tail reported") {
+            DiagnosticsRecorder.diagnostics(involving: key).contains { $0.message.contains("damaged tail") }
+        }
+
+        try increment(1, by: 2, directory, key)
+        await waitFor(4, changes)
+        #expect(changes.all.map { [$0.oldValue, $0.newValue] } == [[0, 1], [1, 7], [7, 8], [8, 9]])
+        #expect(count.value == 9)
+    }
+}
