@@ -241,8 +241,8 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
     /// Appends `data`, just stored, to the key's journal; this process has read everything before.
     private func appendToJournal(_ data: Data) {
         // A failure costs other processes the change's own delivery: they take the file's value.
-        try? journal.append(data, holding: keyLock)
-        if position != nil { position = journal.end(holding: keyLock) }
+        guard let end = try? journal.append(data, holding: keyLock) else { return }
+        if position != nil { position = end }
     }
 
     /// The cell's write observer: saves the change about to be delivered and lets the key go.

@@ -21,7 +21,13 @@ import Musl
 ///
 /// Readers read holding the key too, from where they stopped (``Position``); a reader whose next
 /// entry was compacted away learns how many it missed.
-struct SharedKeyJournal {
+///
+/// A writer keeps the journal open between appends (closing a file written to wakes every
+/// directory watcher, one more wake-up per write), and opens it again when another process
+/// replaced it.
+///
+/// - Note: `SharedKeyJournal` is used holding the key's ``SharedKeyLock``, which guards it.
+final class SharedKeyJournal: @unchecked Sendable {
     /// How many changes of a key a reader may be behind and still get each of them.
     static let backlog: UInt64 = 1_000
 
@@ -51,6 +57,9 @@ struct SharedKeyJournal {
 
     /// The journal file.
     let path: String
+    /// The journal, open for appending, and its inode; -1 until the first append.
+    private var descriptor: Int32 = -1
+    private var inode: ino_t = 0
 
     private static var headerSize: UInt64 { 12 }
     private static var entryHeaderSize: Int { 20 }
@@ -60,6 +69,26 @@ struct SharedKeyJournal {
     init(forFileAt filePath: String) {
         let directory = (filePath as NSString).deletingLastPathComponent
         path = directory + "/." + (filePath as NSString).lastPathComponent + ".journal"
+    }
+
+    deinit {
+        if descriptor >= 0 { close(descriptor) }
+    }
+
+    /// The journal open for appending (the one kept, unless another file is at `path` now), and
+    /// its size.
+    private func openForAppending() throws -> (descriptor: Int32, size: UInt64) {
+        var status = stat()
+        if descriptor >= 0, stat(path, &status) == 0, status.st_ino == inode {
+            return (descriptor, UInt64(status.st_size))
+        }
+        if descriptor >= 0 { close(descriptor) }
+        descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0, fstat(descriptor, &status) == 0 else {
+            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+        }
+        inode = status.st_ino
+        return (descriptor, UInt64(status.st_size))
     }
 
     /// The end of the journal, where a reader that has read everything stands. Called holding the
@@ -73,14 +102,12 @@ struct SharedKeyJournal {
     /// Appends `bytes` as the key's next entry, cutting off a damaged tail first, and compacts the
     /// journal when it passed twice ``backlog`` entries. Called holding the key, whose lock is
     /// `lock`.
-    func append(_ bytes: Data, holding lock: SharedKeyLock) throws {
+    ///
+    /// - Returns: The journal's new end.
+    @discardableResult
+    func append(_ bytes: Data, holding lock: SharedKeyLock) throws -> Position {
         var (lastSequence, length) = lock.journalEnd
-        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        defer { close(descriptor) }
-        var status = stat()
-        guard fstat(descriptor, &status) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        let size = UInt64(status.st_size)
+        let (descriptor, size) = try openForAppending()
         var firstSequence = Self.readFirstSequence(descriptor)
         if firstSequence == nil || length < Self.headerSize || size < length {
             // No journal, or not the one the lock file describes: start one after the last entry.
@@ -93,10 +120,13 @@ struct SharedKeyJournal {
         let entry = Self.encode(Entry(sequence: lastSequence, bytes: bytes))
         try Self.write(entry, to: descriptor, at: length)
         length += UInt64(entry.count)
-        if let firstSequence, lastSequence - firstSequence + 1 > 2 * Self.backlog {
-            length = try compact(descriptor, length: length, keepingFrom: lastSequence - Self.backlog + 1)
+        var first = firstSequence ?? lastSequence
+        if lastSequence - first + 1 > 2 * Self.backlog {
+            first = lastSequence - Self.backlog + 1
+            length = try compact(descriptor, length: length, keepingFrom: first)
         }
         lock.setJournalEnd(lastSequence: lastSequence, length: length)
+        return Position(firstSequence: first, offset: length, lastSequence: lastSequence)
     }
 
     /// Rewrites the journal with its entries from `firstKept` on; returns its new length.
@@ -125,6 +155,7 @@ struct SharedKeyJournal {
             unlink(temporary)
             throw error
         }
+        _ = try openForAppending()
         return UInt64(kept.count)
     }
 

@@ -68,6 +68,19 @@ import Darwin
         #expect(DiagnosticsRecorder.diagnostics(involving: key).isEmpty)
     }
 
+    @Test func syncedStatesSinkGetsEachChangeOfOtherProcesses() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let key = uniqueKey()
+        let sink = RecordingSink<Int>()
+        let count = SyncedState(0, key: key, storage: shared(directory), sinks: [sink])
+        try increment(5, by: 10, directory, key)
+        let received = try await sink.next(50, timeout: .seconds(isThreadSanitized ? 120 : 60))
+        #expect(received.map(\.newValue) == Array(1...50))
+        #expect(received.allSatisfy { $0.origin == .external })
+        #expect(count.value == 50)
+    }
+
     @Test func readerFurtherBehindThanTheBacklogGetsOneChangeAndADiagnostic() throws {
         let directory = TemporaryDirectory()
         defer { directory.cleanUp() }
