@@ -24,6 +24,9 @@ import Observation
 ///   remote-sync sink's pull or lost conflict) or ``ChangeOrigin/external`` (another process), is
 ///   never a step, and is never reverted: the steps that change its container are dropped, from
 ///   both the undo and the redo stack.
+///   On a key shared across processes, an undo that runs before another process's change has
+///   reached this process brings that change in and restores the step's value over it, as a new
+///   change that every process reads.
 /// - A new change after an undo clears the steps ``redo()`` would re-apply.
 /// - Only the last `limit` steps are kept; older ones are forgotten.
 /// - ``canUndo`` and ``canRedo`` are observable: reading them in `withObservationTracking` (or a

@@ -19,12 +19,14 @@ import Musl
 ///    writers queue on its in-process half; the file lock then waits for other processes). Reads
 ///    go on meanwhile.
 /// 2. If the key's generation or its file's ``FileStamp`` differ from what this process last read
-///    or wrote, read the file; if it holds another value than the cell's, that value becomes the
-///    cell's, at a version of its own, before the write's check and body run, so they see it.
+///    or wrote, skip the key's ``SharedKeyJournal`` to its end and read the file; if it holds
+///    another value than the cell's, that value becomes the cell's, at a version of its own, before
+///    the write's check and body run, so they see it (a writer takes the changes made since its
+///    last read as one; ``catchUp()``, the watcher's, delivers each).
 /// 3. The write's check and body run under the cell's lock, as for any container.
 /// 4. ``changeWillBeDelivered(_:)``, the cell's write observer, under the cell's lock, for the
 ///    change the write made: encode, advance the generation, write a temporary file and rename
-///    it into place; mark the version saved (the cell's own save then has nothing to do); let the
+///    it into place, append the bytes to the journal; mark the version saved (the cell's own save then has nothing to do); let the
 ///    key go. The change is delivered after that, so no handler runs while the key is held, and a
 ///    handler may write to it again. Forcing the file to disk is left to a coalesced `fsync` on a
 ///    queue of the gate's own (a `kill -9` loses nothing: the kernel has the file).
@@ -43,9 +45,11 @@ import Musl
 ///
 /// Lock order: the key lock, then the value's `ioLock` (held with it, from ``willWrite()`` to the
 /// end), then the cell's lock; the value's own saves take the key lock before `ioLock` too, and
-/// the value takes `ioLock` before the cell's lock everywhere else. The key lock is never awaited with another lock
-/// held, and while it is held only file I/O and the cell's lock are waited for: so no two
-/// processes, and no two threads, wait for each other.
+/// the value takes `ioLock` before the cell's lock everywhere else. A key lock is awaited holding
+/// no other lock, or only the key locks (and `ioLock`s) of keys before it in the order of lock
+/// files (a transaction's commit, a key move's load); while one is held only file I/O, the cell's
+/// lock and later key locks are waited for: so no two processes, and no two threads, wait for
+/// each other.
 ///
 /// A process killed while it holds the key (inside a body, or between the write and the rename)
 /// loses its change: the file holds the value before it, and the kernel releases the lock.
