@@ -13,7 +13,7 @@ import Darwin
 /// Semantics 31: every change another process makes to a shared key reaches `subscribeChanges`
 /// as its own change, in order (real child processes); a process further behind than the journal
 /// gets one change and a diagnostic; a damaged journal tail is reported, ignored and cut off.
-@Suite(.timeLimit(.minutes(3))) struct SharedJournalTests {
+@Suite(.contendingTimeLimit) struct SharedJournalTests {
     init() { DiagnosticsRecorder.start() }
 
     /// How long a child may take to answer before the test kills it and fails.
@@ -27,9 +27,9 @@ import Darwin
     }
 
     /// Runs `shared-increment` children adding `count` each, all at once, until they are done.
-    private func increment(_ processes: Int, by count: Int, _ directory: TemporaryDirectory, _ key: String) throws {
+    private func increment(_ processes: Int, by count: Int, _ directory: URL, _ key: String) throws {
         let children = try (0..<processes).map { _ in
-            try start(["shared-increment", directory.url.path, key, String(count)])
+            try start(["shared-increment", directory.path, key, String(count)])
         }
         for child in children { #expect(child.nextLine() == "ready") }
         for child in children { child.send("go") }
@@ -56,7 +56,11 @@ import Darwin
         let changes = Collector<StateChange<Int>>()
         let subscription = count.subscribeChanges { changes.append($0) }
         defer { subscription.cancel() }
-        try increment(20, by: 10, directory, key)
+        // In its turn: twenty children at once hold a hundred descriptors, which a test that counts
+        // the process's descriptors would take for its own.
+        let url = directory.url
+        let incremented = await contending { Result { try increment(20, by: 10, url, key) } }
+        try incremented.get()
         await waitFor(200, changes)
         let received = changes.all
         #expect(received.count == 200)
@@ -74,7 +78,7 @@ import Darwin
         let key = uniqueKey()
         let sink = RecordingSink<Int>()
         let count = SyncedState(0, key: key, storage: shared(directory), sinks: [sink])
-        try increment(5, by: 10, directory, key)
+        try increment(5, by: 10, directory.url, key)
         let received = try await sink.next(50, timeout: .seconds(isThreadSanitized ? 120 : 60))
         #expect(received.map(\.newValue) == Array(1...50))
         #expect(received.allSatisfy { $0.origin == .external })
@@ -88,12 +92,12 @@ import Darwin
         let reader = try start(["shared-subscribe-changes", directory.url.path, key])
         #expect(reader.nextLine() == "ready")
         kill(reader.process.processIdentifier, SIGSTOP)
-        try increment(1, by: 5_000, directory, key)
+        try increment(1, by: 5_000, directory.url, key)
         kill(reader.process.processIdentifier, SIGCONT)
         #expect(reader.nextLine(startingWith: "diagnostic")?.hasPrefix("diagnostic changes-missed") == true)
         #expect(reader.nextLine(startingWith: "change") == "change 0 5000 external")
         // Nothing else arrives: the next write is the next change.
-        try increment(1, by: 1, directory, key)
+        try increment(1, by: 1, directory.url, key)
         #expect(reader.nextLine(startingWith: "change") == "change 5000 5001 external")
         reader.send("count")
         #expect(reader.nextLine(startingWith: "count") == "count 2")
@@ -115,7 +119,7 @@ import Darwin
         let changes = Collector<StateChange<Int>>()
         let subscription = count.subscribeChanges { changes.append($0) }
         defer { subscription.cancel() }
-        try increment(1, by: 1, directory, key)
+        try increment(1, by: 1, directory.url, key)
         await waitFor(1, changes)
 
         let journal = SharedKeyJournal(forFileAt: shared(directory).fileURL(forKey: key).path)
@@ -129,7 +133,7 @@ import Darwin
             DiagnosticsRecorder.diagnostics(involving: key).contains { $0.message.contains("damaged tail") }
         }
 
-        try increment(1, by: 2, directory, key)
+        try increment(1, by: 2, directory.url, key)
         await waitFor(4, changes)
         #expect(changes.all.map { [$0.oldValue, $0.newValue] } == [[0, 1], [1, 7], [7, 8], [8, 9]])
         #expect(count.value == 9)
