@@ -121,6 +121,17 @@ final class SharedKeyLock: @unchecked Sendable {
         return count == 8 ? UInt64(littleEndian: value) : 0
     }
 
+    /// The transaction whose commit holds the key at `path`, read without the key: a hint, except
+    /// that a mark once cleared is never set again for the same transaction.
+    static func peekPendingTransaction(path: String) -> UInt64 {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return 0 }
+        defer { close(descriptor) }
+        var value: UInt64 = 0
+        let count = withUnsafeMutableBytes(of: &value) { pread(descriptor, $0.baseAddress, 8, 8) }
+        return count == 8 ? UInt64(littleEndian: value) : 0
+    }
+
     /// Marks the key as being replaced by the transaction `id` (0 clears it), forcing the mark to
     /// disk when `durably`. Called holding the key.
     func markPendingTransaction(_ id: UInt64, durably: Bool) throws {

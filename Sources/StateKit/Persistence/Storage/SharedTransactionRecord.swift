@@ -22,9 +22,9 @@ import Musl
 /// 4. clears the marks, then removes the record.
 ///
 /// A process that takes a key and finds a mark (``SharedKeyLock/lock()``) lets it go and calls
-/// ``complete(id:directory:)``: with every key of the record locked, in the commit's order, it
-/// writes the record's bytes to each key still marked with its id, clears the marks and removes
-/// the record. A key whose mark was cleared is never written again: its commit finished, and a
+/// ``complete(id:directory:lockPath:)``: with every key of the record still marked locked, in the
+/// commit's order, it writes the record's bytes to each key still marked with its id, clears the
+/// marks and removes the record. A key whose mark was cleared is never written again: its commit finished, and a
 /// later write may have replaced it. So no process that holds a key reads it half-committed.
 struct SharedTransactionRecord: Codable {
     /// One key's part of the commit.
@@ -97,7 +97,10 @@ struct SharedTransactionRecord: Codable {
         let record = FileManager.default.contents(atPath: path).flatMap {
             try? JSONDecoder().decode(SharedTransactionRecord.self, from: $0)
         }
-        let lockPaths = record.map { Array(Set($0.writes.map(\.lock) + [lockPath])).sorted() } ?? [lockPath]
+        // Only the keys still marked: a key whose mark was cleared is complete, and may be held by
+        // this very thread (its lock() found no mark), so taking it again would wait forever.
+        let lockPaths = (record.map { Array(Set($0.writes.map(\.lock) + [lockPath])).sorted() } ?? [lockPath])
+            .filter { $0 == lockPath || SharedKeyLock.peekPendingTransaction(path: $0) == id }
         let locks = lockPaths.map { SharedKeyLock(path: $0, completesTransactions: false) }
         for lock in locks { lock.lock() }
         defer { for lock in locks.reversed() { lock.unlock() } }

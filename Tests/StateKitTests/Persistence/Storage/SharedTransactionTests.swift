@@ -139,6 +139,44 @@ import Testing
         #expect(records(directory).isEmpty)
     }
 
+    /// A commit killed while it cleared its marks left one key marked: a transaction that holds
+    /// the other key already completes it without waiting for itself, and leaves the cleared key
+    /// as it is.
+    @Test func commitKilledWhileClearingItsMarksIsCompletedByAHolderOfItsOtherKey() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let keys = keys()
+        let storage = shared(directory)
+        let a = PersistedState(0, key: keys.0, storage: storage)
+        let b = PersistedState(0, key: keys.1, storage: storage)
+        let (lockA, lockB) = (storage.lockFileURL(forKey: keys.0).path, storage.lockFileURL(forKey: keys.1).path)
+        let record = SharedTransactionRecord(writes: [
+            .init(file: storage.fileURL(forKey: keys.0).path, lock: lockA, bytes: Data("1".utf8)),
+            .init(file: storage.fileURL(forKey: keys.1).path, lock: lockB, bytes: Data("2".utf8)),
+        ])
+        try JSONEncoder().encode(record).write(
+            to: directory.url.appending(path: SharedTransactionRecord.fileName(id: record.id)))
+        // Key a's mark was cleared (and a is still 0: a later write replaced it); b's was not.
+        let marked = SharedKeyLock(path: lockB)
+        marked.lock()
+        try marked.markPendingTransaction(record.id, durably: false)
+        marked.unlock()
+
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            withStateTransaction {
+                a.modify { $0 += 10 }
+                b.modify { $0 += 10 }
+            }
+            done.signal()
+        }.start()
+        try #require(done.wait(timeout: .now() + 30) == .success, "the transaction waited for itself")
+        #expect(withStateTransaction { (a.value, b.value) } == (10, 12))
+        #expect(try stored(directory, keys.0) == 10)
+        #expect(try stored(directory, keys.1) == 12)
+        #expect(records(directory).isEmpty)
+    }
+
     @Test func transactionOverASharedKeyInAChildCommits() throws {
         let directory = TemporaryDirectory()
         defer { directory.cleanUp() }
