@@ -17,12 +17,13 @@ import Musl
 /// a `didModify()`) goes:
 /// 1. ``willWrite()``, without the cell's lock: take the key's ``SharedKeyLock`` (the process's
 ///    writers queue on its in-process half; the file lock then waits for other processes). Reads
-///    go on meanwhile.
+///    go on meanwhile. If the key's ``SharedKeyJournal`` has changes this process has not read,
+///    let the key go, deliver them (``catchUp()``), and take it again.
 /// 2. If the key's generation or its file's ``FileStamp`` differ from what this process last read
-///    or wrote, skip the key's ``SharedKeyJournal`` to its end and read the file; if it holds
-///    another value than the cell's, that value becomes the cell's, at a version of its own, before
-///    the write's check and body run, so they see it (a writer takes the changes made since its
-///    last read as one; ``catchUp()``, the watcher's, delivers each).
+///    or wrote, skip the journal to its end (a transaction's commit takes the changes since its
+///    last read as one) and read the file; if it holds another value than the cell's (a change
+///    the journal missed, or one a commit takes in), that value becomes the cell's, at a version
+///    of its own, before the write's check and body run, so they see it.
 /// 3. The write's check and body run under the cell's lock, as for any container.
 /// 4. ``changeWillBeDelivered(_:)``, the cell's write observer, under the cell's lock, for the
 ///    change the write made: encode, advance the generation, write a temporary file and rename
@@ -146,13 +147,22 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
     override func willWrite() {
         // A transaction's commit on this thread holds the key already.
         if holder.load(ordering: .relaxed) == currentThreadID() { return }
-        enter()
+        // Other processes' changes since this one last read the key are delivered first, each on
+        // its own, rather than taken in by this write as one (ten times at most: a stream of them
+        // must not hold the write up).
+        var attempts = 0
+        while !enter(unlessBehind: attempts < 10) {
+            attempts += 1
+            catchUp()
+        }
     }
 
     override var transactionOrder: String { keyLock.path }
 
     override func enterForTransaction() {
-        enter()
+        // The commit's body reads the transaction's log: other processes' changes are taken in
+        // as one, and make the body run again.
+        enter(unlessBehind: false)
         isHeldForTransaction = true
     }
 
@@ -164,14 +174,22 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
     }
 
     /// Takes the key, and brings in what was written elsewhere since this process last knew it.
-    private func enter() {
+    /// - Parameter unlessBehind: Let the key go again, and return `false`, if its journal has
+    ///   changes this process has not read, for ``catchUp()`` to deliver first.
+    @discardableResult
+    private func enter(unlessBehind: Bool) -> Bool {
         keyLock.lock()
+        if unlessBehind, let position, keyLock.journalEnd.lastSequence > position.lastSequence {
+            keyLock.unlock()
+            return false
+        }
         holder.store(currentThreadID(), ordering: .relaxed)
-        guard let value else { return }
+        guard let value else { return true }
         // Held to the end of the write, before the cell's lock, as the value's own saves do.
         value.ioLock.lock()
         holding = value
         bringIn(from: value, publishingEach: false)
+        return true
     }
 
     /// Brings what other processes wrote since this process last read or wrote the key into the

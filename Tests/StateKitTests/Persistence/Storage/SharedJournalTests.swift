@@ -72,6 +72,32 @@ import Darwin
         #expect(DiagnosticsRecorder.diagnostics(involving: key).isEmpty)
     }
 
+    /// A process that writes the key too delivers the others' changes before its own write, each
+    /// on its own, instead of taking them in with it.
+    @Test func aProcessThatWritesTooGetsEachOtherProcessesChangeOnItsOwn() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let key = uniqueKey()
+        let count = PersistedState(0, key: key, storage: shared(directory))
+        let changes = Collector<StateChange<Int>>()
+        let subscription = count.subscribeChanges { changes.append($0) }
+        defer { subscription.cancel() }
+        let url = directory.url
+        let wrote = DispatchSemaphore(value: 0)
+        Thread {
+            for _ in 0..<100 { count.modify { $0 += 1 } }
+            wrote.signal()
+        }.start()
+        try increment(4, by: 25, url, key)
+        #expect(wrote.wait(timeout: .now() + childBound) == .success)
+        await waitFor(200, changes)
+        let received = changes.all
+        #expect(received.map(\.oldValue) == Array(0..<200))
+        #expect(received.map(\.newValue) == Array(1...200))
+        #expect(received.filter { $0.origin == .local }.count == 100)
+        #expect(received.filter { $0.origin == .external }.count == 100)
+    }
+
     @Test func syncedStatesSinkGetsEachChangeOfOtherProcesses() async throws {
         let directory = TemporaryDirectory()
         defer { directory.cleanUp() }
