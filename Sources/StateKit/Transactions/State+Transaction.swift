@@ -30,11 +30,14 @@ extension State {
     @inline(never)
     final func addEntry(to log: Unmanaged<TransactionLog>) -> Unmanaged<TypedTransactionEntry<Value>> {
         let entry = newEntry(in: log)
+        let writeGate = unretainedWriteGate
+        if writeGate != nil { log._withUnsafeGuaranteedRef { $0.hasWriteGates = true } }
         entry._withUnsafeGuaranteedRef { entry in
             lock.lock()
             entry.originalSlot = storedValue
             entry.workingSlot = storedValue
-            entry.begin(firstVersion: storedVersion, hasValidator: validator != nil, retaining: self)
+            entry.begin(
+                firstVersion: storedVersion, hasValidator: validator != nil, writeGate: writeGate, retaining: self)
             lock.unlock()
         }
         return entry
@@ -102,7 +105,9 @@ extension State {
         let entry = newEntry(in: log)
         entry._withUnsafeGuaranteedRef { entry in
             entry.workingSlot = newValue
-            entry.begin(firstVersion: 0, hasValidator: false, retaining: self)
+            // Only a container that shares a cell has a write gate, and those never assign blindly.
+            assert(!hasWriteGate, "a blind write skipped a write gate")
+            entry.begin(firstVersion: 0, hasValidator: false, writeGate: nil, retaining: self)
             entry.isBlind = true
             entry.isWritten = true
         }
@@ -199,11 +204,6 @@ extension State {
                     state.finishDelivery(in: context)
                 }
             },
-            writeGate: { entry in
-                State.withContainer(of: unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)) { state in
-                    state.observation.unretained?._withUnsafeGuaranteedRef { $0.writeGate.current }
-                }
-            },
             revert: { entry in
                 let entry = unsafeDowncast(entry, to: TypedTransactionEntry<Value>.self)
                 if entry.isBlind { State.read(into: entry) }
@@ -240,8 +240,15 @@ extension State {
     /// Whether the container's writes pass a ``WriteGate``.
     @usableFromInline
     final var hasWriteGate: Bool {
-        guard let point = observation.unretained else { return false }
-        return point._withUnsafeGuaranteedRef { $0.writeGate.unretained != nil }
+        unretainedWriteGate != nil
+    }
+
+    /// The ``WriteGate`` the container's writes pass, if any (a key shared across processes),
+    /// unretained: once installed, it lives as long as the container.
+    @inlinable
+    final var unretainedWriteGate: Unmanaged<WriteGate>? {
+        guard let point = observation.unretained else { return nil }
+        return point._withUnsafeGuaranteedRef { $0.writeGate.unretained }
     }
 
     /// Reads the container's value and version into the blind `entry`, which then is an entry

@@ -49,6 +49,11 @@ class TransactionEntry {
     @usableFromInline
     @exclusivity(unchecked)
     var hasValidator = false
+    /// The ``WriteGate`` the container's writes pass, if any (a key shared across processes): the
+    /// commit holds it (``TransactionLog/commit()``).
+    @usableFromInline
+    @exclusivity(unchecked)
+    var writeGate: Unmanaged<WriteGate>?
     @usableFromInline
     @exclusivity(unchecked)
     var isWritten = false
@@ -112,9 +117,12 @@ class TransactionEntry {
 
     /// Starts the entry's use by a transaction that first touched the container at `version`.
     @inlinable
-    final func begin(firstVersion: UInt64, hasValidator: Bool, retaining container: AnyObject) {
+    final func begin(
+        firstVersion: UInt64, hasValidator: Bool, writeGate: Unmanaged<WriteGate>?, retaining container: AnyObject
+    ) {
         self.firstVersion = firstVersion
         self.hasValidator = hasValidator
+        self.writeGate = writeGate
         retainedContainer = container
     }
 
@@ -203,8 +211,6 @@ final class TransactionOperations {
     /// Delivers the change `publishAndUnlock` claimed (the entry's working copy, at the version
     /// after `firstVersion`), then what handlers queued meanwhile.
     let deliverClaimed: (TransactionEntry, DeliveryContext) -> Void
-    /// The container's ``WriteGate``, if its writes pass one (a key shared across processes).
-    let writeGate: (TransactionEntry) -> WriteGate?
     /// Puts the working copy back to the value first read (a nested body's write is undone).
     let revert: (TransactionEntry) -> Void
     /// Reads the container's value and version into a blind entry (see
@@ -225,7 +231,6 @@ final class TransactionOperations {
         applyLocked: @escaping (TransactionEntry) -> Bool,
         publishAndUnlock: @escaping (TransactionEntry, DeliveryContext, _ mayClaim: Bool) -> Bool,
         deliverClaimed: @escaping (TransactionEntry, DeliveryContext) -> Void,
-        writeGate: @escaping (TransactionEntry) -> WriteGate?,
         revert: @escaping (TransactionEntry) -> Void,
         read: @escaping (TransactionEntry) -> Void,
         checkpoint: @escaping (TransactionEntry) -> () -> Void,
@@ -235,7 +240,6 @@ final class TransactionOperations {
         self.applyLocked = applyLocked
         self.publishAndUnlock = publishAndUnlock
         self.deliverClaimed = deliverClaimed
-        self.writeGate = writeGate
         self.revert = revert
         self.read = read
         self.checkpoint = checkpoint

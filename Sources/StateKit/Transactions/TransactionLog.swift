@@ -133,6 +133,11 @@ final class TransactionLog {
     /// (a handler that starts a transaction then gets a log of its own).
     @exclusivity(unchecked)
     private(set) var isInUse = false
+    /// Whether an entry's container has a ``WriteGate`` (a key shared across processes), for the
+    /// commit to hold.
+    @usableFromInline
+    @exclusivity(unchecked)
+    var hasWriteGates = false
     /// The origin of the transaction's changes: ``ChangeOrigin/local`` unless the body that runs
     /// it says otherwise (``StateHistory``'s undo and redo).
     @exclusivity(unchecked)
@@ -292,6 +297,7 @@ final class TransactionLog {
             keepRecent(entry)
         }
         count = 0
+        hasWriteGates = false
         if !positions.isEmpty { positions.removeAll(keepingCapacity: true) }
     }
 
@@ -392,10 +398,10 @@ final class TransactionLog {
             for entry in entries { entry._withUnsafeGuaranteedRef(body) }
         }
         var gates: [WriteGate] = []
-        forEachEntry { entry in
-            if let gate = entry.withOperations({ $0.writeGate(entry) }) { gates.append(gate) }
-        }
-        if !gates.isEmpty {
+        if hasWriteGates {
+            forEachEntry { entry in
+                if let gate = entry.writeGate { gates.append(gate.takeUnretainedValue()) }
+            }
             gates.sort { $0.transactionOrder < $1.transactionOrder }
             for gate in gates { gate.enterForTransaction() }
         }
