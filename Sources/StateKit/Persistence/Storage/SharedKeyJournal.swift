@@ -23,7 +23,7 @@ import Musl
 /// entry was compacted away learns how many it missed.
 ///
 /// A writer keeps the journal open between appends (closing a file written to wakes every
-/// directory watcher, one more wake-up per write), and opens it again when another process
+/// directory watcher, one more wake-up per write), and opens it again once another process
 /// replaced it.
 ///
 /// - Note: `SharedKeyJournal` is used holding the key's ``SharedKeyLock``, which guards it.
@@ -57,9 +57,8 @@ final class SharedKeyJournal: @unchecked Sendable {
 
     /// The journal file.
     let path: String
-    /// The journal, open for appending, and its inode; -1 until the first append.
+    /// The journal, open for appending; -1 until the first append.
     private var descriptor: Int32 = -1
-    private var inode: ino_t = 0
 
     private static var headerSize: UInt64 { 12 }
     private static var entryHeaderSize: Int { 20 }
@@ -79,7 +78,8 @@ final class SharedKeyJournal: @unchecked Sendable {
     /// its size.
     private func openForAppending() throws -> (descriptor: Int32, size: UInt64) {
         var status = stat()
-        if descriptor >= 0, stat(path, &status) == 0, status.st_ino == inode {
+        // A journal another process replaced (compacted) or removed has no link left.
+        if descriptor >= 0, fstat(descriptor, &status) == 0, status.st_nlink > 0 {
             return (descriptor, UInt64(status.st_size))
         }
         if descriptor >= 0 { close(descriptor) }
@@ -87,7 +87,6 @@ final class SharedKeyJournal: @unchecked Sendable {
         guard descriptor >= 0, fstat(descriptor, &status) == 0 else {
             throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
         }
-        inode = status.st_ino
         return (descriptor, UInt64(status.st_size))
     }
 

@@ -38,6 +38,8 @@ final class SharedKeyLock: @unchecked Sendable {
     private let threads = Lock()
     /// The lock file, opened on first use; guarded by `threads`. -1 until then.
     private var descriptor: Int32 = -1
+    /// The lock file's words (see ``readHeader()``); guarded by holding the key.
+    private var words: (generation: UInt64, pending: UInt64, journalLast: UInt64, journalLength: UInt64) = (0, 0, 0, 0)
     private let held = Atomic<Bool>(false)
 
     /// Whether ``lock()`` completes the commit of a transaction it finds marked on the key; `false`
@@ -70,8 +72,12 @@ final class SharedKeyLock: @unchecked Sendable {
             if descriptor < 0 { descriptor = Self.openLockFile(path) }
             guard descriptor >= 0 else { return false }
             while flock(descriptor, LOCK_EX) != 0 {
-                guard errno == EINTR else { return false }
+                guard errno == EINTR else {
+                    readHeader()
+                    return false
+                }
             }
+            readHeader()
             let pending = mayComplete ? pendingTransaction : 0
             guard pending != 0 else { return true }
             unlock()
@@ -94,31 +100,42 @@ final class SharedKeyLock: @unchecked Sendable {
         held.load(ordering: .relaxed)
     }
 
+    /// Reads the lock file's four words (generation, pending transaction, journal's last sequence
+    /// number and length) in one call, when the key is taken; its holder keeps them up to date.
+    private func readHeader() {
+        var read: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        let count = descriptor < 0 ? 0 : withUnsafeMutableBytes(of: &read) { pread(descriptor, $0.baseAddress, 32, 0) }
+        // A shorter file (written before the later words existed) holds zeros there.
+        func word(_ index: Int, _ value: UInt64) -> UInt64 {
+            count >= (index + 1) * 8 ? UInt64(littleEndian: value) : 0
+        }
+        words = (word(0, read.0), word(1, read.1), word(2, read.2), word(3, read.3))
+    }
+
+    /// Writes `value` to the lock file's word at `index`.
+    private func write(_ value: UInt64, at index: Int) -> Bool {
+        guard descriptor >= 0 else { return true }
+        var little = value.littleEndian
+        return withUnsafeBytes(of: &little) { pwrite(descriptor, $0.baseAddress, 8, off_t(8 * index)) } == 8
+    }
+
     /// The key's write generation; 0 before the first write. Called holding the key.
     var generation: UInt64 {
-        guard descriptor >= 0 else { return 0 }
-        var value: UInt64 = 0
-        let count = withUnsafeMutableBytes(of: &value) { pread(descriptor, $0.baseAddress, 8, 0) }
-        return count == 8 ? UInt64(littleEndian: value) : 0
+        words.generation
     }
 
     /// Increases the generation, before a new value replaces the key's file, and returns it.
     /// Called holding the key.
     func advanceGeneration() -> UInt64 {
-        let next = generation &+ 1
-        guard descriptor >= 0 else { return next }
-        var value = next.littleEndian
-        _ = withUnsafeBytes(of: &value) { pwrite(descriptor, $0.baseAddress, 8, 0) }
-        return next
+        words.generation &+= 1
+        _ = write(words.generation, at: 0)
+        return words.generation
     }
 
     /// The transaction whose commit holds the key, or 0; set, forced to disk, before the commit
     /// replaces the key's file, and cleared after. Called holding the key.
     var pendingTransaction: UInt64 {
-        guard descriptor >= 0 else { return 0 }
-        var value: UInt64 = 0
-        let count = withUnsafeMutableBytes(of: &value) { pread(descriptor, $0.baseAddress, 8, 8) }
-        return count == 8 ? UInt64(littleEndian: value) : 0
+        words.pending
     }
 
     /// The transaction whose commit holds the key at `path`, read without the key: a hint, except
@@ -135,10 +152,8 @@ final class SharedKeyLock: @unchecked Sendable {
     /// Marks the key as being replaced by the transaction `id` (0 clears it), forcing the mark to
     /// disk when `durably`. Called holding the key.
     func markPendingTransaction(_ id: UInt64, durably: Bool) throws {
-        guard descriptor >= 0 else { return }
-        var value = id.littleEndian
-        let count = withUnsafeBytes(of: &value) { pwrite(descriptor, $0.baseAddress, 8, 8) }
-        guard count == 8, !durably || fsync(descriptor) == 0 else {
+        words.pending = id
+        guard write(id, at: 1), descriptor < 0 || !durably || fsync(descriptor) == 0 else {
             throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
         }
     }
@@ -146,18 +161,16 @@ final class SharedKeyLock: @unchecked Sendable {
     /// The sequence number of the last entry of the key's journal and the length of what is whole
     /// of it; zeros before the first. Called holding the key.
     var journalEnd: (lastSequence: UInt64, length: UInt64) {
-        guard descriptor >= 0 else { return (0, 0) }
-        var values: (UInt64, UInt64) = (0, 0)
-        let count = withUnsafeMutableBytes(of: &values) { pread(descriptor, $0.baseAddress, 16, 16) }
-        guard count == 16 else { return (0, 0) }
-        return (UInt64(littleEndian: values.0), UInt64(littleEndian: values.1))
+        (words.journalLast, words.journalLength)
     }
 
     /// Records the end of the key's journal after an append. Called holding the key.
     func setJournalEnd(lastSequence: UInt64, length: UInt64) {
+        words.journalLast = lastSequence
+        words.journalLength = length
         guard descriptor >= 0 else { return }
-        var values = (lastSequence.littleEndian, length.littleEndian)
-        _ = withUnsafeBytes(of: &values) { pwrite(descriptor, $0.baseAddress, 16, 16) }
+        var little = (lastSequence.littleEndian, length.littleEndian)
+        _ = withUnsafeBytes(of: &little) { pwrite(descriptor, $0.baseAddress, 16, 16) }
     }
 
     /// Opens (creating) the lock file and its directory, close-on-exec.
