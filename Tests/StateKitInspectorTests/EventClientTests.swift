@@ -12,36 +12,43 @@ import Darwin
 /// The event stream of another program's inspector, over real sockets: delivery, and a page that
 /// never reads.
 @Suite struct EventClientTests {
-    private func eventsRequest(_ fixture: InspectorFixtureProcess) -> String {
+    private static func eventsRequest(_ fixture: InspectorFixtureProcess) -> String {
         "GET /events?token=\(fixture.token) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
     }
 
-    @Test func theEventStreamDeliversAChangeWithinASecond() throws {
-        let fixture = try InspectorFixtureProcess()
-        let page = try RawHTTPClient(port: fixture.port)
-        page.send(eventsRequest(fixture))
-        #expect(page.read(until: "\r\n\r\n", deadline: Date().addingTimeInterval(30)), "the stream opened")
-        // The page's first reading of the containers is taken when it connects.
-        usleep(200_000)
-        let written = Date()
-        fixture.send("title Sent")
-        let isDelivered = page.read(until: #""key":"title""#, deadline: written.addingTimeInterval(1))
+    @Test func theEventStreamDeliversAChangeWithinASecond() async throws {
+        let (isOpen, isDelivered) = try await offThePool {
+            let fixture = try InspectorFixtureProcess()
+            let page = try RawHTTPClient(port: fixture.port)
+            page.send(Self.eventsRequest(fixture))
+            let isOpen = page.read(until: "\r\n\r\n", deadline: Date().addingTimeInterval(30))
+            // The page's first reading of the containers is taken when it connects.
+            usleep(200_000)
+            let written = Date()
+            fixture.send("title Sent")
+            return (isOpen, page.read(until: #""key":"title""#, deadline: written.addingTimeInterval(1)))
+        }
+        #expect(isOpen, "the stream opened")
         #expect(isDelivered, "the change reached the page within a second")
     }
 
     /// Each round changes 40 containers of 8 KB: the page's socket fills, then its buffer, which
     /// is dropped for a gap, again and again; the program's writes never wait for the page.
-    @Test func aPageThatNeverReadsDoesNotSlowWritersAndIsToldOfTheGap() throws {
-        let fixture = try InspectorFixtureProcess()
-        let page = try RawHTTPClient(port: fixture.port, receiveBuffer: 4096)
-        page.send(eventsRequest(fixture))
-        #expect(page.read(until: "\r\n\r\n", deadline: Date().addingTimeInterval(30)), "the stream opened")
-        let stalled = try #require(fixture.send("stall 100").first { $0.hasPrefix("stalled ") })
-        let slowest = try #require(Double(stalled.dropFirst("stalled ".count)))
+    @Test func aPageThatNeverReadsDoesNotSlowWritersAndIsToldOfTheGap() async throws {
+        let (isOpen, stalled, isToldOfGap) = try await offThePool {
+            let fixture = try InspectorFixtureProcess()
+            let page = try RawHTTPClient(port: fixture.port, receiveBuffer: 4096)
+            page.send(Self.eventsRequest(fixture))
+            let isOpen = page.read(until: "\r\n\r\n", deadline: Date().addingTimeInterval(30))
+            let stalled = fixture.send("stall 100").first { $0.hasPrefix("stalled ") }
+            return (isOpen, stalled, page.read(until: "event: gap", deadline: Date().addingTimeInterval(30)))
+        }
+        #expect(isOpen, "the stream opened")
+        let slowest = try #require(stalled.flatMap { Double($0.dropFirst("stalled ".count)) })
         // A write whose only audience is the tally takes microseconds; one that waited for the
         // page would take until the test ends.
         #expect(slowest < 0.5, "slowest write took \(slowest) s")
-        #expect(page.read(until: "event: gap", deadline: Date().addingTimeInterval(30)), "the page was told of a gap")
+        #expect(isToldOfGap, "the page was told of a gap")
     }
 
     /// A page's buffer, filled 1,000 times with nobody writing it out: it never holds more than

@@ -65,17 +65,16 @@ import Testing
     }
 }
 
-/// The inspector of another program: its state as the page reads it, and time travel.
+/// The inspector of another program: its state as the page reads it, and time travel. What
+/// blocks (the child's output, the sockets) runs off Swift concurrency's pool.
 @Suite struct InspectedProgramTests {
-    private func state(of fixture: InspectorFixtureProcess) throws -> [String: Any] {
-        let response = try RawHTTPClient.request("GET", "/api/state?token=\(fixture.token)", port: fixture.port)
+    @Test func theStateListsContainersCreatedBeforeItStarted() async throws {
+        let response = try await offThePool {
+            let fixture = try InspectorFixtureProcess()
+            return try RawHTTPClient.request("GET", "/api/state?token=\(fixture.token)", port: fixture.port)
+        }
         #expect(response.status == 200)
-        return try #require(try JSONSerialization.jsonObject(with: Data(response.body.utf8)) as? [String: Any])
-    }
-
-    @Test func theStateListsContainersCreatedBeforeItStarted() throws {
-        let fixture = try InspectorFixtureProcess()
-        let json = try state(of: fixture)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(response.body.utf8)) as? [String: Any])
         let containers = try #require(json["containers"] as? [[String: Any]])
         let profile = try #require(containers.first { $0["key"] as? String == "profile" })
         #expect(profile["version"] as? Int == 0)
@@ -91,30 +90,50 @@ import Testing
         #expect((json["histories"] as? [[String: Any]])?.count == 1)
     }
 
-    @Test func undoAndRedoAreAcceptedOnlyByPost() throws {
-        let fixture = try InspectorFixtureProcess()
-        #expect(fixture.send("title Final") == ["title=Final"])
-        let history = try #require((try state(of: fixture)["histories"] as? [[String: Any]])?.first)
-        let id = try #require(history["id"] as? String)
-        #expect(history["canUndo"] as? Bool == true)
-        let path = "/api/history/\(id)"
+    @Test func undoAndRedoAreAcceptedOnlyByPost() async throws {
+        let steps = try await offThePool { () -> [String] in
+            let fixture = try InspectorFixtureProcess()
+            var steps = ["sent " + fixture.send("title Final").joined(separator: ",")]
+            let state = try RawHTTPClient.request("GET", "/api/state?token=\(fixture.token)", port: fixture.port)
+            let json = try JSONSerialization.jsonObject(with: Data(state.body.utf8)) as? [String: Any]
+            let history = (json?["histories"] as? [[String: Any]])?.first
+            steps.append("canUndo \(history?["canUndo"] as? Bool ?? false)")
+            let path = "/api/history/\(history?["id"] as? String ?? "?")"
+            func request(_ method: String, _ target: String) throws {
+                steps.append(
+                    "\(method) \(target): \(try RawHTTPClient.request(method, target, port: fixture.port).status)")
+            }
+            func title() { steps.append(fixture.nextLine(startingWith: "title=") ?? "no title") }
+            try request("GET", "\(path)/undo?token=\(fixture.token)")
+            try request("POST", "\(path)/undo?token=nope")
+            try request("POST", "\(path)/undo?token=\(fixture.token)")
+            title()
+            try request("POST", "\(path)/redo?token=\(fixture.token)")
+            title()
+            try request("POST", "\(path)/back?steps=0&token=\(fixture.token)")
+            title()
+            try request("POST", "\(path)/undo?token=\(fixture.token)")
+            try request("POST", "/api/history/0/undo?token=\(fixture.token)")
+            return steps.map { $0.replacingOccurrences(of: fixture.token, with: "TOKEN") }
+        }
+        let path =
+            steps.dropFirst(2).first.map { String($0.split(separator: " ")[1].split(separator: "/undo")[0]) } ?? "?"
         #expect(
-            try RawHTTPClient.request("GET", "\(path)/undo?token=\(fixture.token)", port: fixture.port).status == 405)
-        #expect(try RawHTTPClient.request("POST", "\(path)/undo?token=nope", port: fixture.port).status == 403)
+            steps == [
+                "sent title=Final", "canUndo true",
+                "GET \(path)/undo?token=TOKEN: 405", "POST \(path)/undo?token=nope: 403",
+                "POST \(path)/undo?token=TOKEN: 200", "title=Draft",
+                "POST \(path)/redo?token=TOKEN: 200", "title=Final",
+                "POST \(path)/back?steps=0&token=TOKEN: 200", "title=Draft",
+                "POST \(path)/undo?token=TOKEN: 409", "POST /api/history/0/undo?token=TOKEN: 404",
+            ])
+    }
+}
 
-        #expect(
-            try RawHTTPClient.request("POST", "\(path)/undo?token=\(fixture.token)", port: fixture.port).status == 200)
-        #expect(fixture.nextLine(startingWith: "title=") == "title=Draft")
-        #expect(
-            try RawHTTPClient.request("POST", "\(path)/redo?token=\(fixture.token)", port: fixture.port).status == 200)
-        #expect(fixture.nextLine(startingWith: "title=") == "title=Final")
-        let back = try RawHTTPClient.request("POST", "\(path)/back?steps=0&token=\(fixture.token)", port: fixture.port)
-        #expect(back.status == 200)
-        #expect(fixture.nextLine(startingWith: "title=") == "title=Draft")
-        #expect(
-            try RawHTTPClient.request("POST", "\(path)/undo?token=\(fixture.token)", port: fixture.port).status == 409)
-        #expect(
-            try RawHTTPClient.request("POST", "/api/history/0/undo?token=\(fixture.token)", port: fixture.port).status
-                == 404)
+/// Runs `body` on a thread of its own and returns what it returns: the child's output and the
+/// sockets block, and Swift concurrency's pool has two threads here, which every other test needs.
+func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
     }
 }

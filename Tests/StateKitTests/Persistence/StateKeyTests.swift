@@ -92,21 +92,25 @@ import Testing
 
     /// An app and its extension in two processes, each declaring the key: 2 × 1,000 increments
     /// through `@Persisted` and `PersistedState` by turns, none lost, and the next launch sees them.
-    @Test func twoProcessesDeclaringOneKeyLoseNoIncrement() throws {
+    @Test func twoProcessesDeclaringOneKeyLoseNoIncrement() async throws {
         let directory = TemporaryDirectory()
         defer { directory.cleanUp() }
         let name = uniqueKey()
-        let children = try (0..<2).map { _ in
-            try TestHelperProcess(["key-increment", directory.url.path, name, "1000"])
-        }
-        defer { children.forEach { if $0.process.isRunning { $0.kill() } } }
-        for child in children { #expect(child.nextLine() == "ready") }
-        for child in children { child.send("go") }
-        var finals: [Int] = []
-        for child in children {
-            finals.append(Int(child.nextLine(startingWith: "done")?.dropFirst("done ".count) ?? "") ?? -1)
-            child.process.waitUntilExit()
-        }
+        let finals = try await awayFromThePool {
+            Result { () throws -> [Int] in
+                let children = try (0..<2).map { _ in
+                    try TestHelperProcess(["key-increment", directory.url.path, name, "1000"])
+                }
+                defer { children.forEach { if $0.process.isRunning { $0.kill() } } }
+                for child in children where child.nextLine() != "ready" { return [] }
+                for child in children { child.send("go") }
+                return children.map { child in
+                    defer { child.process.waitUntilExit() }
+                    return Int(child.nextLine(startingWith: "done")?.dropFirst("done ".count) ?? "") ?? -1
+                }
+            }
+        }.get()
+        #expect(finals.count == 2)
         #expect(finals.max() == 2_000)
         let key = StateKey(name, default: 0, storage: .file(directory.url, sharedAcrossProcesses: true))
         #expect(PersistedState(key).value == 2_000)

@@ -7,7 +7,10 @@ import Testing
 /// Semantics 30: transactions and undo over keys shared across processes (real child processes,
 /// `statekit-testhelper shared-transfer`, `shared-sample`, `shared-transaction-…`) are
 /// all-or-nothing across processes and across `kill -9`, and never stop the process.
-@Suite(.timeLimit(.minutes(3))) struct SharedTransactionTests {
+///
+/// Serialized: each test waits for its children on one of Swift concurrency's two threads here,
+/// and two at once held both, stalling every other test's timers meanwhile.
+@Suite(.serialized, .timeLimit(.minutes(3))) struct SharedTransactionTests {
     init() { DiagnosticsRecorder.start() }
 
     /// How long a child may take to answer before the test kills it and fails.

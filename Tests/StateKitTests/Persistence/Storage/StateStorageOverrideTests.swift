@@ -110,17 +110,24 @@ import Testing
 
     /// The extension process of an app, run inside the override as a preview would: the shared
     /// App Group file is never written.
-    @Test func aProcessInsideTheOverrideLeavesTheSharedDirectoryAlone() throws {
+    @Test func aProcessInsideTheOverrideLeavesTheSharedDirectoryAlone() async throws {
         let directory = TemporaryDirectory()
         defer { directory.cleanUp() }
         let name = uniqueKey()
-        let child = try TestHelperProcess(["key-increment", directory.url.path, name, "100", "in-memory"])
-        defer { if child.process.isRunning { child.kill() } }
-        #expect(child.nextLine() == "ready")
-        child.send("go")
-        #expect(child.nextLine(startingWith: "done") == "done 100")
-        child.process.waitUntilExit()
-        #expect(child.process.terminationStatus == 0)
+        let (ready, done, status) = try await awayFromThePool {
+            Result { () throws -> (String?, String?, Int32) in
+                let child = try TestHelperProcess(["key-increment", directory.url.path, name, "100", "in-memory"])
+                defer { if child.process.isRunning { child.kill() } }
+                let ready = child.nextLine()
+                child.send("go")
+                let done = child.nextLine(startingWith: "done")
+                child.process.waitUntilExit()
+                return (ready, done, child.process.terminationStatus)
+            }
+        }.get()
+        #expect(ready == "ready")
+        #expect(done == "done 100")
+        #expect(status == 0)
         let written = (try? FileManager.default.contentsOfDirectory(atPath: directory.url.path)) ?? []
         #expect(!written.contains { $0.contains(name) })
     }
