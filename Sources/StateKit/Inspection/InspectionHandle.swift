@@ -21,8 +21,11 @@ import Synchronization
 package class InspectionHandle: @unchecked Sendable {
     /// The container's key.
     package let key: String
-    /// The name of its value type, as Swift prints it.
-    package let valueTypeName: String
+    /// Its value type.
+    let valueType: Any.Type
+    /// The name of its value type, as Swift prints it: made when a tool asks, since printing a
+    /// type's name costs more than making the container.
+    package var valueTypeName: String { String(describing: valueType) }
     /// The identity of its cell: two containers of one persisted key share it.
     package let cellIdentity: ObjectIdentifier
     /// The container's lock, which guards ``isAlive``'s changes and every read.
@@ -34,9 +37,9 @@ package class InspectionHandle: @unchecked Sendable {
     /// the reading to finish after unlocking.
     var detailsReader: (() -> () -> InspectionDetails)?
 
-    init(key: String, valueTypeName: String, cellIdentity: ObjectIdentifier, lock: Lock) {
+    init(key: String, valueType: Any.Type, cellIdentity: ObjectIdentifier, lock: Lock) {
         self.key = key
-        self.valueTypeName = valueTypeName
+        self.valueType = valueType
         self.cellIdentity = cellIdentity
         self.lock = lock
     }
@@ -75,7 +78,7 @@ final class TypedInspectionHandle<Value>: InspectionHandle, @unchecked Sendable 
     init(_ container: State<Value>) {
         fields = container.fields
         super.init(
-            key: container.key, valueTypeName: String(describing: Value.self), cellIdentity: container.cellID,
+            key: container.key, valueType: Value.self, cellIdentity: container.cellID,
             lock: container.lock)
     }
 

@@ -5,7 +5,11 @@ extension MonitoredState where Value: Sendable {
     ///
     /// The reader captures the stored value and the pipelines unretained, and retains them under
     /// the container's lock while the container is alive, so the handle never keeps them alive.
-    func showDetails(persistence: StoredValue<Value>?, location: String?, pipelines: [SinkPipeline<Value>] = []) {
+    /// The storage's description (`"FileStateStorage file:///…"`) is made when a tool reads it:
+    /// printing a type's name costs more than making the container.
+    func showDetails(
+        persistence: StoredValue<Value>?, storage: (any StateStorage)?, pipelines: [SinkPipeline<Value>] = []
+    ) {
         guard let handle = inspectionHandle, persistence != nil || !pipelines.isEmpty else { return }
         let stored = persistence.map(Unmanaged.passUnretained)
         let unretainedPipelines = pipelines.map(Unmanaged.passUnretained)
@@ -15,7 +19,7 @@ extension MonitoredState where Value: Sendable {
                 let pipelines = unretainedPipelines.map { $0.takeUnretainedValue() }
                 return {
                     InspectionDetails(
-                        storageLocation: persistence == nil ? nil : location,
+                        storageLocation: persistence == nil ? nil : storage.map { "\(type(of: $0)) \($0.location)" },
                         isPersisting: persistence?.isPersisting ?? false,
                         loadError: persistence?.status.loadError,
                         saveError: persistence?.status.saveError,

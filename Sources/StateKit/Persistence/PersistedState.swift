@@ -70,7 +70,7 @@ open class PersistedState<Value: Codable & Sendable>: MonitoredState<Value> {
         self.persistence = persistence
         super.init(defaultValue, key: key, joining: persistence?.cell)
         persistence?.add(self)
-        showDetails(persistence: persistence, location: "\(type(of: storage)) \(storage.location)")
+        showDetails(persistence: persistence, storage: storage)
     }
 
     /// Creates a container as ``init(_:key:storage:previousKeys:)`` does, whose writes must pass

@@ -191,7 +191,7 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
                 destinations: zip(destinations, joined).map { $1 == nil ? $0 : nil })
         }
         for (pipeline, joined) in zip(pipelines, joined) where joined == nil { pipeline.start() }
-        showDetails(persistence: persistence, location: nil, pipelines: pipelines)
+        showDetails(persistence: persistence, storage: storage, pipelines: pipelines)
     }
 
     /// Creates a container whose sinks are listed in a block.
