@@ -187,8 +187,9 @@ import Glibc
             "watching 1,000 containers in one directory and 1,000 in 1,000 directories: "
                 + "+\(descriptors) file descriptors, +\(threads) threads")
         // Other tests still run meanwhile, on Dispatch's and Swift concurrency's threads, with files
-        // of their own; one descriptor per container would be +2,000.
-        #expect(descriptors < 100)
+        // of their own: a key shared across processes keeps its lock file and journal open while
+        // it lives (+102 in a fresh clone's run). One descriptor per container would be +2,000.
+        #expect(descriptors < 500)
         #expect(threads < 300)
         #expect(made == 2_000)
     }
