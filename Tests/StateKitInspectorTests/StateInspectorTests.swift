@@ -4,39 +4,12 @@ import Testing
 
 @testable import StateKitInspector
 
-/// The inspector over real sockets on 127.0.0.1. What reads or watches the state runs against a
-/// program of its own (``InspectorFixtureProcess``); the refusals, which read nothing, run here.
+/// The inspector's port and address, over real sockets on 127.0.0.1. What answers requests runs
+/// against a program of its own (``InspectorFixtureProcess``).
 @Suite struct StateInspectorTests {
     private func token(of inspector: StateInspector) -> String {
         URLComponents(url: inspector.url, resolvingAgainstBaseURL: false)!.queryItems!.first { $0.name == "token" }!
             .value!
-    }
-
-    @Test func everyRequestNeedsTheToken() throws {
-        let inspector = try StateInspector.start()
-        defer { inspector.stop() }
-        let token = token(of: inspector)
-        for path in ["/", "/api/state", "/events", "/api/history/1/undo"] {
-            #expect(try RawHTTPClient.request("GET", path, port: inspector.port).status == 403, "\(path) without token")
-            #expect(
-                try RawHTTPClient.request("GET", path + "?token=wrong", port: inspector.port).status == 403,
-                "\(path) with a wrong token")
-            #expect(
-                try RawHTTPClient.request("GET", path + "?token=\(token)x", port: inspector.port).status == 403,
-                "\(path) with a longer token")
-            #expect(
-                try RawHTTPClient.request("POST", path + "?token=\(token.dropLast())", port: inspector.port).status
-                    == 403, "\(path) with a shorter token")
-        }
-        let page = try RawHTTPClient.request("GET", "/?token=\(token)", port: inspector.port)
-        #expect(page.status == 200)
-        #expect(page.body.contains("StateKit Inspector"))
-        #expect(!page.body.contains("src=\"http"), "the page loads nothing from elsewhere")
-        #expect(!page.body.contains("href=\"http"), "the page loads nothing from elsewhere")
-        #expect(
-            try RawHTTPClient.request(
-                "GET", "/", port: inspector.port, headers: ["X-Inspector-Token: \(token)"]
-            ).status == 200)
     }
 
     @Test func stopFreesThePort() throws {
@@ -68,6 +41,34 @@ import Testing
 /// The inspector of another program: its state as the page reads it, and time travel. What
 /// blocks (the child's output, the sockets) runs off Swift concurrency's pool.
 @Suite struct InspectedProgramTests {
+    @Test func everyRequestNeedsTheToken() async throws {
+        let statuses = try await offThePool { () -> [String] in
+            let fixture = try InspectorFixtureProcess()
+            let token = fixture.token
+            var statuses: [String] = []
+            func request(_ method: String, _ target: String, headers: [String] = []) throws {
+                let response = try RawHTTPClient.request(method, target, port: fixture.port, headers: headers)
+                let loadsNothing = !response.body.contains("src=\"http") && !response.body.contains("href=\"http")
+                let isPage = response.body.contains("StateKit Inspector") && loadsNothing
+                statuses.append(
+                    "\(method) \(target.replacingOccurrences(of: token, with: "TOKEN")): \(response.status)"
+                        + (isPage ? " page" : ""))
+            }
+            for path in ["/", "/api/state", "/events", "/api/history/1/undo"] {
+                try request("GET", path)
+                try request("GET", path + "?token=wrong")
+                try request("GET", path + "?token=\(token)x")
+                try request("POST", path + "?token=\(token.dropLast())")
+            }
+            try request("GET", "/?token=\(token)")
+            try request("GET", "/", headers: ["X-Inspector-Token: \(token)"])
+            return statuses
+        }
+        #expect(statuses.count == 18)
+        #expect(statuses.filter { $0.hasSuffix(": 403") }.count == 16, "\(statuses)")
+        #expect(statuses.suffix(2) == ["GET /?token=TOKEN: 200 page", "GET /: 200 page"], "\(statuses)")
+    }
+
     @Test func theStateListsContainersCreatedBeforeItStarted() async throws {
         let response = try await offThePool {
             let fixture = try InspectorFixtureProcess()
