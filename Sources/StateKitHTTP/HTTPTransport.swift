@@ -8,23 +8,30 @@ import FoundationNetworking
 ///
 /// The deadline is enforced here, not only through `URLRequest.timeoutInterval` (which
 /// FoundationNetworking treats as an idle timeout): after `timeout` the task is cancelled and the
-/// request fails with `URLError(.timedOut)`.
+/// request fails with `URLError(.timedOut)`. URLSession's own timeouts are set a second or more
+/// beyond it, in whole seconds: FoundationNetworking truncates them to whole seconds, so 300 ms
+/// there would time out at once. The deadlines run on a queue of their own, so a
+/// timeout fires on time even while the app's global queues are busy.
 ///
 /// Redirects: a read (`GET`, `HEAD`) follows them as usual. A write follows only a 307 or 308 to
 /// the same origin (at most five hops), re-sent here with its method, header fields and body
 /// (URLSession on Linux follows them with an empty body); any other redirect of a write is not
 /// followed, so the 3xx answer reaches the sink, which treats it as a failure, never as sent.
 final class HTTPTransport: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
+    private static let deadlines = DispatchQueue(label: "StateKitHTTP.HTTPTransport.deadlines")
     private let lock = NSLock()
     private var session: URLSession?
     let timeout: TimeInterval
+    /// URLSession's timeouts: later than ``timeout``, so that the deadline here decides.
+    private let sessionTimeout: TimeInterval
 
     init(configuration: URLSessionConfiguration, timeout: TimeInterval) {
         self.timeout = timeout
+        sessionTimeout = timeout.rounded(.up) + 1
         super.init()
         let configuration = configuration.copy() as? URLSessionConfiguration ?? configuration
-        configuration.timeoutIntervalForRequest = timeout
-        configuration.timeoutIntervalForResource = timeout
+        configuration.timeoutIntervalForRequest = sessionTimeout
+        configuration.timeoutIntervalForResource = sessionTimeout
         let session = URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
         lock.withLock { self.session = session }
     }
@@ -65,7 +72,7 @@ final class HTTPTransport: NSObject, URLSessionTaskDelegate, @unchecked Sendable
 
     private func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         var request = request
-        request.timeoutInterval = timeout
+        request.timeoutInterval = sessionTimeout
         guard let session = lock.withLock({ session }) else { throw URLError(.cancelled) }
         let outcome = Outcome()
         return try await withTaskCancellationHandler {
@@ -82,7 +89,7 @@ final class HTTPTransport: NSObject, URLSessionTaskDelegate, @unchecked Sendable
                 outcome.arm(continuation, task: task)
                 task.resume()
                 let deadline = DispatchTime.now() + timeout
-                DispatchQueue.global().asyncAfter(deadline: deadline) {
+                Self.deadlines.asyncAfter(deadline: deadline) {
                     outcome.finish(.failure(URLError(.timedOut)))
                 }
             }

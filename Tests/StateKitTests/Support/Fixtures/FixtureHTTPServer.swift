@@ -38,12 +38,26 @@ final class FixtureHTTPServer: @unchecked Sendable {
     private var script: [Response]
     private let fallback: Response
     private var recorded: [Request] = []
+    private var heldAnswers: [Duration] = []
     private var countWaiters: [(count: Int, resumer: OnceResumer)] = []
     private let releases = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
 
     var url: URL { URL(string: "http://127.0.0.1:\(port)/state")! }
     var requests: [Request] { lock.withLock { recorded } }
+    /// For each held answer the client gave up on, how long after its request it hung up, as the
+    /// serving thread saw it: a client's own timeout, apart from how busy the test process is.
+    var hangUps: [Duration] { lock.withLock { heldAnswers } }
+
+    /// The first of ``hangUps``, once there is one, or `nil` after `seconds`.
+    func firstHangUp(within seconds: Int = 60) async -> Duration? {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < deadline {
+            if let first = hangUps.first { return first }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return hangUps.first
+    }
 
     /// Starts serving: answers with `script` in order, then with `fallback`.
     init(script: [Response] = [], fallback: Response = .ok, maximumRequests: Int = 50) throws {
@@ -100,8 +114,23 @@ final class FixtureHTTPServer: @unchecked Sendable {
             guard answered < maximumRequests, let request = read(from: connection) else { continue }
             answered += 1
             let response = record(request)
-            if response.waitsForRelease { releases.wait() }
+            if response.waitsForRelease { hold(connection) }
             write(response, to: connection)
+        }
+    }
+
+    /// Waits for `release()`, noting when the client hangs up meanwhile.
+    private func hold(_ connection: Int32) {
+        let start = ContinuousClock.now
+        var hungUp = false
+        while releases.wait(timeout: .now() + .milliseconds(10)) == .timedOut {
+            guard !hungUp else { continue }
+            var byte: UInt8 = 0
+            if recv(connection, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) == 0 {
+                hungUp = true
+                let after = ContinuousClock.now - start
+                lock.withLock { heldAnswers.append(after) }
+            }
         }
     }
 
