@@ -119,15 +119,7 @@ public struct FileStateStorage: StateStorage {
     /// Writes `data` to a temporary file, flushes it, and renames it over the file for `key`.
     public func save(_ data: Data, forKey key: String) throws {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let destination = fileURL(forKey: key)
-        let temporary = directory.appendingPathComponent(
-            ".\(destination.lastPathComponent).tmp-\(getpid())-\(UUID().uuidString)", isDirectory: false)
-        try writeDurably(data, to: temporary)
-        guard rename(temporary.path, destination.path) == 0 else {
-            let error = POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
-            try? FileManager.default.removeItem(at: temporary)
-            throw error
-        }
+        try FileReplacement.replace(fileURL(forKey: key).path, with: data, durably: true)
     }
 
     /// Deletes the file for `key`, if there is one.
@@ -161,57 +153,18 @@ public struct FileStateStorage: StateStorage {
     ///
     /// - Parameter fileName: The key's file name, ``fileName(forKey:)``.
     func replace(_ data: Data, fileName: String) throws {
-        let directoryPath = directory.path
-        let destination = directoryPath + "/" + fileName
-        let temporary = directoryPath + "/.\(fileName).tmp-\(getpid())-\(UUID().uuidString)"
+        let destination = directory.path + "/" + fileName
         do {
-            try writeFile(data, toPath: temporary, durably: false)
+            try FileReplacement.replace(destination, with: data, durably: false)
         } catch let error as POSIXError where error.code == .ENOENT {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            try writeFile(data, toPath: temporary, durably: false)
-        }
-        guard rename(temporary, destination) == 0 else {
-            let error = POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
-            unlink(temporary)
-            throw error
+            try FileReplacement.replace(destination, with: data, durably: false)
         }
     }
 
     /// Forces the file of `key`, as it is now, to disk.
     func synchronize(forKey key: String) {
-        let descriptor = open(fileURL(forKey: key).path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return }
-        fsync(descriptor)
-        close(descriptor)
-    }
-
-    /// Writes all of `data` to a new file at `url` and forces it to disk before returning.
-    private func writeDurably(_ data: Data, to url: URL) throws {
-        try writeFile(data, toPath: url.path, durably: true)
-    }
-
-    /// Writes all of `data` to a new file at `path`, and forces it to disk if `durably`.
-    private func writeFile(_ data: Data, toPath path: String, durably: Bool) throws {
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o644)
-        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        defer { close(descriptor) }
-        do {
-            try data.withUnsafeBytes { buffer in
-                var offset = 0
-                while offset < buffer.count {
-                    let written = write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-                    if written < 0 {
-                        if errno == EINTR { continue }
-                        throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
-                    }
-                    offset += written
-                }
-            }
-            guard !durably || fsync(descriptor) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        } catch {
-            unlink(path)
-            throw error
-        }
+        FileReplacement.synchronize(fileURL(forKey: key).path)
     }
 
     /// `directory` as an absolute path with `.`, `..`, trailing slashes and symbolic links

@@ -66,15 +66,16 @@ struct SharedTransactionRecord: Codable {
     func commit(holding locks: [String: SharedKeyLock], afterFirstReplace: (() -> Void)? = nil) throws {
         let data = try JSONEncoder().encode(self)
         for directory in directories {
-            try Self.writeDurably(data, toPath: directory + "/" + Self.fileName(id: id))
+            try FileReplacement.writeWhole(data, toPath: directory + "/" + Self.fileName(id: id), exclusive: false, durably: true)
+            FileReplacement.synchronize(directory)
         }
         for write in writes { try locks[write.lock]?.markPendingTransaction(id, durably: true) }
         for (index, write) in writes.enumerated() {
             _ = locks[write.lock]?.advanceGeneration()
-            try Self.replace(write.file, with: write.bytes)
+            try FileReplacement.replace(write.file, with: write.bytes, durably: false)
             if index == 0 { afterFirstReplace?() }
         }
-        for write in writes { Self.synchronize(write.file) }
+        for write in writes { FileReplacement.synchronize(write.file) }
         finish(holding: writes.compactMap { locks[$0.lock] })
     }
 
@@ -113,7 +114,7 @@ struct SharedTransactionRecord: Codable {
             guard let lock = byPath[write.lock], lock.pendingTransaction == id else { continue }
             _ = lock.advanceGeneration()
             // A failure leaves the mark: the next holder tries again.
-            guard (try? replace(write.file, with: write.bytes)) != nil else { return false }
+            guard (try? FileReplacement.replace(write.file, with: write.bytes, durably: false)) != nil else { return false }
         }
         record.finish(holding: locks)
         return true
@@ -122,58 +123,5 @@ struct SharedTransactionRecord: Codable {
     /// Clears the marks of the commit `id` on `locks`, held.
     private static func clearMarks(of id: UInt64, on locks: [SharedKeyLock]) {
         for lock in locks where lock.pendingTransaction == id { try? lock.markPendingTransaction(0, durably: false) }
-    }
-
-    /// Writes `data` to a temporary file beside `path` and renames it over `path`.
-    private static func replace(_ path: String, with data: Data) throws {
-        let temporary =
-            (path as NSString).deletingLastPathComponent + "/."
-            + (path as NSString).lastPathComponent + ".tmp-\(getpid())-\(UUID().uuidString)"
-        try writeFile(data, toPath: temporary, durably: false)
-        guard rename(temporary, path) == 0 else {
-            let error = POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
-            unlink(temporary)
-            throw error
-        }
-    }
-
-    /// Forces the file at `path` to disk.
-    private static func synchronize(_ path: String) {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return }
-        fsync(descriptor)
-        close(descriptor)
-    }
-
-    /// Writes `data` to `path` (a new file), forcing it and its directory to disk.
-    private static func writeDurably(_ data: Data, toPath path: String) throws {
-        try writeFile(data, toPath: path, durably: true)
-        let directory = open((path as NSString).deletingLastPathComponent, O_RDONLY | O_CLOEXEC)
-        guard directory >= 0 else { return }
-        fsync(directory)
-        close(directory)
-    }
-
-    private static func writeFile(_ data: Data, toPath path: String, durably: Bool) throws {
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        defer { close(descriptor) }
-        do {
-            try data.withUnsafeBytes { buffer in
-                var offset = 0
-                while offset < buffer.count {
-                    let written = write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-                    if written < 0 {
-                        if errno == EINTR { continue }
-                        throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
-                    }
-                    offset += written
-                }
-            }
-            guard !durably || fsync(descriptor) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        } catch {
-            unlink(path)
-            throw error
-        }
     }
 }

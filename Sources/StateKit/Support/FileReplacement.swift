@@ -1,0 +1,67 @@
+import Foundation
+
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Whole-file writes the way storage needs them: a new file written in full, a file replaced in
+/// one step (a temporary file beside it, then `rename`), and a file forced to disk.
+///
+/// A reader never sees a partly written file under the final name; a writer killed half-way leaves
+/// at most a hidden temporary file.
+enum FileReplacement {
+    /// Writes all of `data` to `path`: a new file if `exclusive` (failing if one exists), else
+    /// the file truncated. Forces it to disk if `durably`. On failure nothing is left at `path`.
+    static func writeWhole(_ data: Data, toPath path: String, exclusive: Bool = true, durably: Bool) throws {
+        let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (exclusive ? O_EXCL : O_TRUNC)
+        let descriptor = open(path, flags, 0o644)
+        guard descriptor >= 0 else { throw currentError() }
+        defer { close(descriptor) }
+        do {
+            try data.withUnsafeBytes { buffer in
+                var offset = 0
+                while offset < buffer.count {
+                    let written = write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                    if written < 0 {
+                        if errno == EINTR { continue }
+                        throw currentError()
+                    }
+                    offset += written
+                }
+            }
+            guard !durably || fsync(descriptor) == 0 else { throw currentError() }
+        } catch {
+            unlink(path)
+            throw error
+        }
+    }
+
+    /// Replaces the file at `path` with `data` in one step: a hidden temporary file beside it,
+    /// forced to disk first if `durably`, renamed over it.
+    static func replace(_ path: String, with data: Data, durably: Bool) throws {
+        let slash = path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.startIndex
+        let temporary = String(path[..<slash]) + ".\(path[slash...]).tmp-\(getpid())-\(UUID().uuidString)"
+        try writeWhole(data, toPath: temporary, durably: durably)
+        guard rename(temporary, path) == 0 else {
+            let error = currentError()
+            unlink(temporary)
+            throw error
+        }
+    }
+
+    /// Forces the file (or directory) at `path`, as it is now, to disk; does nothing if it is gone.
+    static func synchronize(_ path: String) {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        fsync(descriptor)
+        close(descriptor)
+    }
+
+    private static func currentError() -> POSIXError {
+        POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+    }
+}
