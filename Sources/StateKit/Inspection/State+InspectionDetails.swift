@@ -23,7 +23,8 @@ extension MonitoredState where Value: Sendable {
                         isPersisting: persistence?.isPersisting ?? false,
                         loadError: persistence?.status.loadError,
                         saveError: persistence?.status.saveError,
-                        syncStatus: pipelines.isEmpty ? nil : SyncStatus(pipelines.map(\.statusSnapshot)))
+                        syncStatus: pipelines.isEmpty
+                            ? nil : SyncStatus(pipelines.map(\.statusSnapshot), saveError: persistence?.status.saveError))
                 }
             }
         }

@@ -11,6 +11,13 @@ final class PersistenceStatus: Observable, Sendable {
 
     private let registrar = ObservationRegistrar()
     private let errors = LockedBox(Errors())
+    /// Called after the save error changed (a synced container's status monitors).
+    private let saveErrorObservers = LockedBox<[@Sendable () -> Void]>([])
+
+    /// Calls `observer` each time ``saveError`` changes, after it changed.
+    func onSaveErrorChange(_ observer: @escaping @Sendable () -> Void) {
+        saveErrorObservers.withLock { $0.append(observer) }
+    }
 
     /// Why the stored value could not be used: unreadable storage, or bytes that do not decode
     /// (on load, or written outside later); `nil` once a value is read again.
@@ -38,6 +45,7 @@ final class PersistenceStatus: Observable, Sendable {
             registrar.withMutation(of: self, keyPath: \.saveError) {
                 errors.withLock { $0.save = newValue }
             }
+            for observer in saveErrorObservers.withLock({ $0 }) { observer() }
         }
     }
 }

@@ -42,6 +42,9 @@ public struct SyncStatus: Sendable, Equatable {
     /// Each sink's statistics, in the order the sinks were given, as ``SyncedState/statistics``
     /// gives them.
     public let sinks: [SinkStatistics]
+    /// Why storage does not hold the container's newest value (a persisted container's
+    /// ``SyncedState/saveError``, one line), or `nil`: the sinks may have it, the device does not.
+    public let saveError: String?
 
     /// Whether every remote destination has answered at least once since the container started
     /// (a load or a send that succeeded): `false` while any remote-sync sink is
@@ -63,9 +66,9 @@ public struct SyncStatus: Sendable, Equatable {
 
     /// Whether every destination is known to hold the container's value: each remote one has
     /// answered (``hasContactedEveryDestination``), nothing is pending, no sink is paused and none
-    /// is failing.
+    /// is failing, and storage holds it too (no ``saveError``).
     public var isSynced: Bool {
-        pending == 0 && !isPaused && lastError == nil && hasContactedEveryDestination
+        pending == 0 && !isPaused && lastError == nil && saveError == nil && hasContactedEveryDestination
     }
 
     /// Creates a status, for previews and tests of code that shows one.
@@ -79,7 +82,8 @@ public struct SyncStatus: Sendable, Equatable {
         lastError: String? = nil,
         lastDeliveredAt: Date? = nil,
         retryAt: Date? = nil,
-        sinks: [SinkStatistics] = []
+        sinks: [SinkStatistics] = [],
+        saveError: String? = nil
     ) {
         self.pending = pending
         self.isPaused = isPaused
@@ -87,12 +91,15 @@ public struct SyncStatus: Sendable, Equatable {
         self.lastDeliveredAt = lastDeliveredAt
         self.retryAt = retryAt
         self.sinks = sinks
+        self.saveError = saveError
     }
 
-    /// The status of sinks with these statistics, each with the moment it last failed.
-    init(_ snapshots: [(statistics: SinkStatistics, lastFailedAt: ContinuousClock.Instant?)]) {
+    /// The status of sinks with these statistics, each with the moment it last failed, and of
+    /// storage with `saveError`.
+    init(_ snapshots: [(statistics: SinkStatistics, lastFailedAt: ContinuousClock.Instant?)], saveError: (any Error)?) {
         let sinks = snapshots.map(\.statistics)
         self.sinks = sinks
+        self.saveError = saveError.map(shortErrorMessage)
         pending = sinks.map(\.pending).max() ?? 0
         isPaused = sinks.contains { $0.isPaused }
         let failures = snapshots.compactMap { snapshot in

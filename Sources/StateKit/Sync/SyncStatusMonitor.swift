@@ -2,7 +2,7 @@
 ///
 /// A ``SyncedState`` makes it the first time someone reads its status, so writes to a container
 /// whose status nobody reads pay nothing for it. Each pipeline calls ``refresh()`` after its
-/// statistics changed. Pipelines race, so a refresh reads every pipeline's statistics and writes
+/// statistics changed, and storage after its save error changed. Pipelines race, so a refresh reads every pipeline's statistics and writes
 /// the status under the status container's lock, in one step: whichever refresh writes last read
 /// the statistics last, and the status never goes back to an older one. A status equal to the
 /// current one is not written, so subscribers hear only of real changes.
@@ -13,10 +13,14 @@ final class SyncStatusMonitor<Value: Sendable>: Sendable {
     /// The read-only view handed out, one for all readers.
     let observed: Observed<SyncStatus>
     private let pipelines: [SinkPipeline<Value>]
+    /// The storage status of a persisted container, whose save error is part of the status.
+    private let persistence: PersistenceStatus?
 
-    init(key: String, pipelines: [SinkPipeline<Value>]) {
+    init(key: String, pipelines: [SinkPipeline<Value>], persistence: PersistenceStatus?) {
         self.pipelines = pipelines
-        state = MonitoredState(SyncStatus(pipelines.map(\.statusSnapshot)), key: "\(key).syncStatus")
+        self.persistence = persistence
+        state = MonitoredState(
+            SyncStatus(pipelines.map(\.statusSnapshot), saveError: persistence?.saveError), key: "\(key).syncStatus")
         InspectionRegistry.shared.remove(state)
         observed = state.readOnly
     }
@@ -28,7 +32,7 @@ final class SyncStatusMonitor<Value: Sendable>: Sendable {
             unlessAlready: { current in
                 // Runs under the status container's lock, right before the write (again after
                 // Observation's willSet, when observed): the last status read is the one written.
-                let status = SyncStatus(pipelines.map(\.statusSnapshot))
+                let status = SyncStatus(pipelines.map(\.statusSnapshot), saveError: persistence?.saveError)
                 newest = status
                 return current == status
             },

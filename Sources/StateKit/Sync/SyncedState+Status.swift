@@ -22,11 +22,12 @@ extension SyncedState {
     /// Makes the status monitor and connects every pipeline to it; of two threads racing here,
     /// the first to install its monitor wins.
     private func startStatusMonitor() -> SyncStatusMonitor<Value> {
-        let candidate = SyncStatusMonitor(key: key, pipelines: pipelines)
+        let candidate = SyncStatusMonitor(key: key, pipelines: pipelines, persistence: persistence?.status)
         let monitor = statusMonitor.install(candidate)
         guard monitor === candidate else { return monitor }
         // Held weakly: the monitor holds the pipelines, which outlive their container while they drain.
         let observer = StatisticsObserver { [weak monitor] in monitor?.refresh() }
+        persistence?.status.onSaveErrorChange { [weak monitor] in monitor?.refresh() }
         for pipeline in pipelines {
             // A pipeline shared with the key's other containers may have another's observer.
             let installed = pipeline.statisticsObserver.install(observer)
@@ -35,5 +36,10 @@ extension SyncedState {
         // What changed between the monitor's first reading and the links' installation.
         monitor.refresh()
         return monitor
+    }
+
+    /// The status now, read as the monitor reads it.
+    var currentSyncStatus: SyncStatus {
+        SyncStatus(pipelines.map(\.statusSnapshot), saveError: persistence?.status.saveError)
     }
 }

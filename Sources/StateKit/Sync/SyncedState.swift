@@ -266,7 +266,8 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
     /// ``SyncStatus/isSynced``: so it is `false`, once everything settled, when a sink gave changes
     /// up or is failing (``SyncStatus/lastError``), or when a remote destination has not answered
     /// yet (``SyncStatus/hasContactedEveryDestination``; a failed load at start, or a sink that
-    /// does not load at start and has sent nothing).
+    /// does not load at start and has sent nothing), or when storage does not hold the newest value
+    /// (``saveError``).
     ///
     /// ```swift
     /// if await cart.flush(timeout: .seconds(2)) == false {
@@ -292,7 +293,7 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
         }
         // What the status says now, read as the monitor reads it (its last refresh, made by the
         // flush, read the same statistics or older ones).
-        return finished && SyncStatus(pipelines.map(\.statusSnapshot)).isSynced
+        return finished && currentSyncStatus.isSynced
     }
 
     private func flush(waitsThroughPauses: Bool) async {

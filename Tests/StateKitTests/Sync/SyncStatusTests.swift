@@ -316,4 +316,24 @@ extension SyncStatusTests {
         server.release()
         #expect(await flushed.value == 42, "flush returned before the server's value was loaded")
     }
+
+    /// A value storage cannot take (JSON has no NaN): every sink got it, but the file still holds
+    /// the value before it. Not synced, and `flush(timeout:)` says so, until a save succeeds.
+    @Test func aValueThatCannotBeSavedIsNotSynced() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let sink = RecordingSink<Double>()
+        let state = SyncedState(1.0, key: uniqueKey(), storage: .file(directory.url), sinks: [sink])
+        let status = state.syncStatus
+        state.modify(.nan)
+        #expect(await state.flush(timeout: .seconds(60)) == false, "synced while storage holds the old value")
+        #expect(state.saveError != nil)
+        #expect(!status.value.isSynced)
+        #expect(status.value.saveError != nil)
+        state.modify(2)
+        #expect(await state.flush(timeout: .seconds(60)))
+        #expect(state.saveError == nil)
+        #expect(status.value.isSynced && status.value.saveError == nil)
+        #expect(sink.values.count == 2)
+    }
 }
