@@ -69,6 +69,22 @@ func registerSharedPersistence() {
         benchmark in
         for _ in benchmark.scaledIterations { shared.modify { $0 += 1 } }
     }
+    // The yardstick of issue 52 (within 1.5x), measured in the same run: the same bytes written to
+    // a new temporary file beside the key's (its JSON, as the key's file holds it) and renamed over
+    // it, nothing else.
+    let bytes = Data("12345".utf8)
+    try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    let plainFile = directory.appendingPathComponent("plain.json").path
+    Benchmark("9s file shared across processes, uncontended modify/plain write and rename", configuration: configuration) {
+        benchmark in
+        for iteration in benchmark.scaledIterations {
+            let temporary = plainFile + ".tmp-\(iteration)"
+            let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            _ = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            close(descriptor)
+            rename(temporary, plainFile)
+        }
+    }
 }
 
 /// A storage that counts the saves it passes on.
