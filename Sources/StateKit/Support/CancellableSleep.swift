@@ -1,6 +1,6 @@
 import Dispatch
 
-/// A sleep that ends as soon as its task is cancelled, and frees its timer then.
+/// A sleep that ends as soon as its task is cancelled or someone wakes it, and frees its timer then.
 ///
 /// `Task.sleep` keeps what it allocated (a job and a one-shot Dispatch timer, about 750 bytes)
 /// until its deadline, even once its task is cancelled and has moved on. This one sleeps on a
@@ -18,15 +18,17 @@ final class CancellableSleep: @unchecked Sendable {
 
     private init() {}
 
-    /// Returns after `duration`, or as soon as the calling task is cancelled.
-    static func sleep(for duration: Duration) async {
+    /// Returns after `duration`, or as soon as the calling task is cancelled or the sleep, handed
+    /// to `register` before it begins, is woken (``wake()``).
+    static func sleep(for duration: Duration, registering register: (CancellableSleep) -> Void = { _ in }) async {
         let sleep = CancellableSleep()
+        register(sleep)
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 sleep.begin(duration, continuation)
             }
         } onCancel: {
-            sleep.end()
+            sleep.wake()
         }
     }
 
@@ -42,13 +44,14 @@ final class CancellableSleep: @unchecked Sendable {
         // that was never resumed is released.
         let timer = DispatchSource.makeTimerSource(queue: .global())
         timer.schedule(deadline: .now() + duration.inSeconds)
-        timer.setEventHandler { [weak self] in self?.end() }
+        timer.setEventHandler { [weak self] in self?.wake() }
         self.timer = timer
         timer.resume()
         lock.unlock()
     }
 
-    private func end() {
+    /// Ends the sleep now, or makes it end as it begins; once is enough.
+    func wake() {
         let (continuation, timer) = lock.withLock {
             hasEnded = true
             defer {

@@ -69,7 +69,8 @@ extension SyncedState {
     ///
     /// A remote value the container did not have becomes one change that is not sent back to the
     /// server; local changes not yet sent are never overwritten silently, they go through the
-    /// sink's conflict rules. Sinks that are not remote-sync sinks are not involved.
+    /// sink's conflict rules. Sinks that are not remote-sync sinks are not involved. A sink whose
+    /// destination answers sends what waits at once, paused or not.
     ///
     /// ```swift
     /// try await profile.refresh()
@@ -84,6 +85,8 @@ extension SyncedState {
             do {
                 try await sink.refresh()
                 pipeline.destinationAnswered()
+                // The destination is back: what waits for a retry goes now.
+                pipeline.retryNow()
             } catch {
                 firstError = firstError ?? error
             }

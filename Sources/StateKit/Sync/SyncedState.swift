@@ -258,9 +258,10 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
     /// has received every change made before the call or given it up as its policy says, and says
     /// whether the container is synced.
     ///
-    /// Unlike ``flush()``, it does not stop at a paused sink: a sink paused by
-    /// ``SinkPolicy/Failure/pauseAndKeep(retryEvery:)`` keeps it waiting, and it returns `true` as
-    /// soon as that sink delivers, or `false` at the deadline with the changes still pending.
+    /// Unlike ``flush()``, it does not stop at a paused sink: it tries a sink paused by
+    /// ``SinkPolicy/Failure/pauseAndKeep(retryEvery:)`` (or backing off) again at once, and a load
+    /// at start that failed, then waits; it returns `true` as soon as every sink delivered, or
+    /// `false` at the deadline with the changes still pending.
     ///
     /// `true` means a ``syncStatus`` read right after (with no write in between) is
     /// ``SyncStatus/isSynced``: so it is `false`, once everything settled, when a sink gave changes
@@ -278,6 +279,8 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
     /// - Returns: `true` if everything settled in time and the status says synced; `false` if the
     ///   deadline passed first (or the calling task was cancelled), or the status says otherwise.
     public func flush(timeout: Duration) async -> Bool {
+        // Asked, a sink does not wait out its pause or backoff, nor a failed load its next try.
+        for pipeline in pipelines { pipeline.retryNow() }
         let finished = await withTaskGroup(of: Bool.self) { group in
             group.addTask {
                 await self.flush(waitsThroughPauses: true)
@@ -301,7 +304,7 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
         // which the rest of the flush then waits for.
         for pipeline in pipelines {
             if Task.isCancelled { return }
-            await pipeline.waitForLoads()
+            await pipeline.waitForLoads(waitsThroughFailures: waitsThroughPauses)
         }
         await deliveredBarrier()
         // Across processes, changes that wait for this process to take over sending go first.

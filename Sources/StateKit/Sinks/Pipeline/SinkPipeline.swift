@@ -28,6 +28,15 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
     private var task: Task<Void, Never>?
     /// Whether ``finish()`` ran: by the task, or by the drain timer for a task stuck in a send.
     private var isFinished = false
+    /// Counts the calls of ``retryNow()``: a wait for a retry decided before the latest call does
+    /// not begin.
+    private var retryRequests: UInt64 = 0
+    /// The waits for a retry under way (a backoff, a pause, a failed load's), which ``retryNow()``
+    /// and ``finish()`` end.
+    private var retryWaits: [CancellableSleep] = []
+    /// The load of the destination's value that failed last, and how many times in a row, until
+    /// it is tried again.
+    private var failedLoad: (load: @Sendable () async throws -> Void, failures: Int)?
     /// Who hears of every change of the statistics (a synced container's status, installed the
     /// first time someone reads it).
     let statisticsObserver = OnceInstalledReference<StatisticsObserver>()
@@ -154,27 +163,97 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
 
     /// The destination answered outside a send (a pull succeeded).
     func destinationAnswered() {
-        lock.withLock { machine.destinationAnswered() }
+        let waiters = lock.withLock {
+            failedLoad = nil
+            return machine.destinationAnswered()
+        }
         statisticsChanged()
+        for waiter in waiters { waiter.resume() }
     }
 
     /// Runs `load`, a load of the destination's value, on a task of its own; ``waitForLoads()``
     /// waits for it, and its outcome is a first contact or the sink's last error.
+    ///
+    /// A load that fails is tried again, as a send is: after the policy's backoff, then at the
+    /// pause's interval (``SinkPolicy/Failure/pauseAndKeep(retryEvery:)``, or the retry's
+    /// maximum delay), until one succeeds or the pipeline stops; and at once on ``retryNow()``.
     func load(_ load: @escaping @Sendable () async throws -> Void) {
         lock.withLock { machine.loadStarted() }
+        run(load, failuresBefore: 0)
+    }
+
+    private func run(_ load: @escaping @Sendable () async throws -> Void, failuresBefore: Int) {
         Task {
             var failure: (any Error)?
             do { try await load() } catch { failure = error }
-            let waiters = lock.withLock { machine.loadFinished(error: failure, at: .now) }
+            let failures = failure == nil ? 0 : failuresBefore + 1
+            let (waiters, requests) = lock.withLock {
+                failedLoad = failure == nil || isFinished ? nil : (load, failures)
+                return (machine.loadFinished(error: failure, willRetry: failedLoad != nil, at: .now), retryRequests)
+            }
             statisticsChanged()
             for waiter in waiters { waiter.resume() }
+            guard failures > 0 else { return }
+            await waitForRetry(loadRetryDelay(afterFailures: failures), decidedAt: requests)
+            if let retry = takeFailedLoad(failures: failures) { run(retry.load, failuresBefore: retry.failures) }
         }
     }
 
+    /// The failed load, marked as under way, if it is still the one that failed `failures` times
+    /// (`nil`: any number); `nil` if it succeeded, was taken already, or the pipeline stopped.
+    private func takeFailedLoad(failures: Int? = nil) -> (load: @Sendable () async throws -> Void, failures: Int)? {
+        lock.withLock {
+            guard let failedLoad, failures == nil || failedLoad.failures == failures, !isFinished else { return nil }
+            self.failedLoad = nil
+            machine.loadStarted()
+            return failedLoad
+        }
+    }
+
+    /// How long a load that failed `failures` times in a row waits before the next try.
+    private func loadRetryDelay(afterFailures failures: Int) -> Duration {
+        guard failures >= policy.retry.maximumAttempts else { return policy.retry.delay(beforeRetry: failures) }
+        switch policy.afterRepeatedFailures {
+        case .pauseAndKeep(let retryEvery): return retryEvery
+        case .giveUpAndReport: return policy.retry.maximumDelay
+        }
+    }
+
+    /// Retries at once what waits for a retry: a send backing off or paused after failures, and a
+    /// load of the destination's value that failed. For ``SyncedState/flush(timeout:)`` and
+    /// ``SyncedState/refresh()``: asked, the sink does not wait out its pause.
+    func retryNow() {
+        let (waits, load) = lock.withLock {
+            retryRequests &+= 1
+            defer { retryWaits = [] }
+            return (retryWaits, failedLoad)
+        }
+        for wait in waits { wait.wake() }
+        if load != nil, let retry = takeFailedLoad() { run(retry.load, failuresBefore: retry.failures) }
+    }
+
+    /// Waits `duration` for a retry that was decided when ``retryRequests`` was `decidedAt`; a
+    /// ``retryNow()`` since then, or during the wait, ends it at once.
+    private func waitForRetry(_ duration: Duration, decidedAt requests: UInt64) async {
+        var registered: CancellableSleep?
+        await CancellableSleep.sleep(for: duration) { sleep in
+            let isCurrent = lock.withLock {
+                guard retryRequests == requests, !isFinished else { return false }
+                retryWaits.append(sleep)
+                return true
+            }
+            if isCurrent { registered = sleep } else { sleep.wake() }
+        }
+        if let registered { lock.withLock { retryWaits.removeAll { $0 === registered } } }
+    }
+
     /// Returns once no load of the destination's value is under way (see ``load(_:)``), the
-    /// pipeline stopped, or the calling task is cancelled.
-    func waitForLoads() async {
-        await wait(adding: { $0.addLoadWaiter(id: $1, $2) }, cancelling: { $0.cancelLoadWaiter(id: $1) })
+    /// pipeline stopped, or the calling task is cancelled; if `waitsThroughFailures`, once a load
+    /// succeeded or none is due to be tried again.
+    func waitForLoads(waitsThroughFailures: Bool = false) async {
+        await wait(
+            adding: { $0.addLoadWaiter(id: $1, waitsThroughFailures: waitsThroughFailures, $2) },
+            cancelling: { $0.cancelLoadWaiter(id: $1) })
     }
 
     /// The container was released: deliver what is buffered for at most the policy's drain
@@ -279,15 +358,18 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
                 if Task.isCancelled { return }
                 let advice = error as? any StateSinkError
                 let now = (date: Date(), instant: ContinuousClock.now)
-                let failure = lock.withLock {
-                    machine.sendFailed(
-                        error, retryAfter: advice?.retryAfter, isRetryable: advice?.isRetryable ?? true,
-                        attempt: attempt, at: now)
+                let (failure, requests) = lock.withLock {
+                    (
+                        machine.sendFailed(
+                            error, retryAfter: advice?.retryAfter, isRetryable: advice?.isRetryable ?? true,
+                            attempt: attempt, at: now),
+                        retryRequests
+                    )
                 }
                 statisticsChanged()
                 switch failure {
                 case .retry(let delay):
-                    await CancellableSleep.sleep(for: delay)
+                    await waitForRetry(delay, decidedAt: requests)
                 case .pause(let isFirst, let wait, let waiters):
                     for waiter in waiters { waiter.continuation.resume() }
                     if isFirst {
@@ -300,7 +382,7 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
                             .sinkPaused, "\(reason); paused, keeping \(describe(batch)) and retrying in \(wait)",
                             error: error)
                     }
-                    await CancellableSleep.sleep(for: wait)
+                    await waitForRetry(wait, decidedAt: requests)
                 case .drop(let isRefused, let waiters):
                     for waiter in waiters { waiter.continuation.resume() }
                     if isRefused {
@@ -318,13 +400,17 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
     /// every flush and reports what a drain timeout left behind.
     private func finish() {
         let lastRecorded = log?.lastRecordedVersion ?? 0
-        let stopped: SinkPipelineStateMachine<Value>.Stopped? = lock.withLock {
-            guard !isFinished else { return nil }
+        let (stopped, waits): (SinkPipelineStateMachine<Value>.Stopped?, [CancellableSleep]) = lock.withLock {
+            guard !isFinished else { return (nil, []) }
             isFinished = true
             // The task holds the pipeline until it ends: its handle must not hold the task back.
             task = nil
-            return machine.stop(lastRecorded: lastRecorded)
+            failedLoad = nil
+            defer { retryWaits = [] }
+            return (machine.stop(lastRecorded: lastRecorded), retryWaits)
         }
+        // A failed load's retry holds the pipeline while it waits.
+        for wait in waits { wait.wake() }
         guard let stopped else { return }
         statisticsChanged()
         stopped.wake?.resume()

@@ -30,7 +30,7 @@ import Foundation
 /// | backingOff, paused      | ``retryStarted()``        | sending     | none (the batch goes again)           |
 /// | any                     | ``close()``               | same, draining | wake the task                      |
 /// | any                     | ``loadStarted()``         | same        | flushes wait for the load             |
-/// | any                     | ``loadFinished(error:at:)`` | same      | contact or error; the last one releases the flushes waiting for loads |
+/// | any                     | ``loadFinished(error:willRetry:at:)`` | same | contact or error; the last one releases the flushes waiting for loads (those waiting through failures, once no retry is due) |
 /// | any                     | ``stop()``                | stopped     | release every flush; what is left is counted |
 ///
 /// Flushes wait by version: a flush made when the pipeline knew of version `v` is released once
@@ -97,7 +97,10 @@ struct SinkPipelineStateMachine<Value: Sendable> {
     /// Loads of the destination's value under way (a remote sink's load at start), which a
     /// container's flush waits for.
     private var loadsInFlight = 0
-    private var loadWaiters: [(id: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
+    /// Whether a load failed and is to be tried again: flushes that wait through failures wait for it.
+    private var isLoadRetryDue = false
+    private var loadWaiters: [(id: UInt64, waitsThroughFailures: Bool, continuation: CheckedContinuation<Void, Never>)] =
+        []
     /// Whether ``SinkStatistics/lastError`` came from a failed load, not from a send: the next
     /// load that succeeds clears it, as a send that succeeds clears any.
     private var isLoadError = false
@@ -373,51 +376,70 @@ struct SinkPipelineStateMachine<Value: Sendable> {
     }
 
     /// The destination answered outside a send (a load or pull that succeeded): a first contact,
-    /// and the end of an error an earlier load left.
-    mutating func destinationAnswered() {
+    /// and the end of an error an earlier load left. Returns the flushes that waited for a failed
+    /// load's retry.
+    mutating func destinationAnswered() -> [CheckedContinuation<Void, Never>] {
         counters.isAwaitingFirstContact = false
         if isLoadError {
             counters.lastError = nil
             lastFailedAt = nil
             isLoadError = false
         }
+        isLoadRetryDue = false
+        return takeLoadWaiters()
     }
 
-    /// A load of the destination's value started; flushes wait for it (``addLoadWaiter(id:_:)``).
+    /// A load of the destination's value started; flushes wait for it (``addLoadWaiter(id:waitsThroughFailures:_:)``).
     mutating func loadStarted() {
         loadsInFlight += 1
+        isLoadRetryDue = false
     }
 
-    /// A load finished: with `error`, it failed at `now`. Returns the flushes waiting for loads
-    /// once none is left.
+    /// A load finished: with `error`, it failed at `now`, and is tried again if `willRetry`.
+    /// Returns the flushes waiting for loads once none is left (those that wait through failures,
+    /// once none is due either).
     ///
     /// A success is a first contact and clears an error an earlier load left; a failure is the
     /// sink's ``SinkStatistics/lastError`` unless a send's failure already is (the send is the
     /// one the retry is about).
     mutating func loadFinished(
         error: (any Error)?,
+        willRetry: Bool,
         at now: ContinuousClock.Instant
     ) -> [CheckedContinuation<Void, Never>] {
         loadsInFlight = max(0, loadsInFlight - 1)
-        if let error {
-            if counters.lastError == nil || isLoadError {
-                counters.lastError = shortErrorMessage(error)
-                lastFailedAt = now
-                isLoadError = true
-            }
-        } else {
-            destinationAnswered()
+        guard let error else { return destinationAnswered() }
+        if counters.lastError == nil || isLoadError {
+            counters.lastError = shortErrorMessage(error)
+            lastFailedAt = now
+            isLoadError = true
         }
+        isLoadRetryDue = isLoadRetryDue || willRetry
+        return takeLoadWaiters()
+    }
+
+    /// The flushes waiting for loads that may go now.
+    private mutating func takeLoadWaiters() -> [CheckedContinuation<Void, Never>] {
         guard loadsInFlight == 0 else { return [] }
-        defer { loadWaiters = [] }
-        return loadWaiters.map(\.continuation)
+        var going: [CheckedContinuation<Void, Never>] = []
+        loadWaiters.removeAll { waiter in
+            guard !(waiter.waitsThroughFailures && isLoadRetryDue) else { return false }
+            going.append(waiter.continuation)
+            return true
+        }
+        return going
     }
 
     /// Registers a flush waiting for the loads under way; returns `false` when none is (resume it
     /// at once).
-    mutating func addLoadWaiter(id: UInt64, _ continuation: CheckedContinuation<Void, Never>) -> Bool {
-        guard loadsInFlight > 0, phase != .stopped else { return false }
-        loadWaiters.append((id, continuation))
+    ///
+    /// - Parameter waitsThroughFailures: Also wait while a failed load is due to be tried again,
+    ///   until one succeeds (a flush with a deadline).
+    mutating func addLoadWaiter(
+        id: UInt64, waitsThroughFailures: Bool, _ continuation: CheckedContinuation<Void, Never>
+    ) -> Bool {
+        guard loadsInFlight > 0 || (waitsThroughFailures && isLoadRetryDue), phase != .stopped else { return false }
+        loadWaiters.append((id, waitsThroughFailures, continuation))
         return true
     }
 

@@ -51,7 +51,9 @@ public final class RemoteChannel<Value: Sendable>: @unchecked Sendable {
     /// changes as the sink's conflict rules say), and a short-lived process does not exit before
     /// it. A `load` that returns is the destination's first answer
     /// (``SinkStatistics/isAwaitingFirstContact`` becomes `false`); one that throws is the sink's
-    /// ``SinkStatistics/lastError`` until a load or a send succeeds.
+    /// ``SinkStatistics/lastError`` until a load or a send succeeds, and is tried again on the
+    /// sink's retry schedule (``SinkPolicy/retry``, then ``SinkPolicy/afterRepeatedFailures``'s
+    /// interval), and at once by ``SyncedState/flush(timeout:)`` and ``SyncedState/refresh()``.
     ///
     /// ```swift
     /// struct ProfileSink: RemoteSyncSink {

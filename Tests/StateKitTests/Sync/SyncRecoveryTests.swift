@@ -1,0 +1,114 @@
+import Foundation
+import StateKit
+import StateKitHTTP
+import Testing
+
+/// Semantics 28: a destination that comes back is found without asking, within the sink's retry
+/// interval, and at once when asked (`flush(timeout:)`, `refresh()`); the status never stays
+/// "offline" or "not contacted" after a successful exchange.
+@Suite(.timeLimit(.minutes(2))) struct SyncRecoveryTests {
+    init() { DiagnosticsRecorder.start() }
+
+    /// A sink that retries after `firstDelay`, three attempts, then pauses for `pause`.
+    private static func sink(_ url: URL, loadsOnStart: Bool = true, firstDelay: Duration, pause: Duration)
+        -> HTTPSyncSink<Int>
+    {
+        var policy = SinkPolicy.latestValue
+        policy.retry = RetryPolicy(initialDelay: firstDelay, maximumDelay: firstDelay, maximumAttempts: 3)
+        policy.afterRepeatedFailures = .pauseAndKeep(retryEvery: pause)
+        policy.drainTimeout = .milliseconds(200)
+        return HTTPSyncSink(endpoint: url, timeout: .seconds(60), loadsOnStart: loadsOnStart, policy: policy)
+    }
+
+    /// Down at launch (503), then up (404: nothing stored yet): found without a write, a flush or
+    /// a refresh, within the sink's retry interval; before, it stayed "not contacted" for good.
+    @Test func aDestinationDownAtLaunchIsFoundWhenItComesBack() async throws {
+        let server = try FixtureHTTPServer(script: [.init(status: 503), .init(status: 404)])
+        defer { server.stop() }
+        let state = SyncedState(0, key: uniqueKey()) {
+            Self.sink(server.url, firstDelay: .milliseconds(50), pause: .milliseconds(100))
+        }
+        let status = state.syncStatus
+        await eventually("the destination to be contacted again") { status.value.hasContactedEveryDestination }
+        #expect(status.value.isSynced)
+        #expect(status.value.lastError == nil)
+        #expect(server.requests.map(\.method) == ["GET", "GET"])
+    }
+
+    /// A load at start that failed, with the next retry minutes away: `flush(timeout:)` tries it
+    /// again at once and says synced.
+    @Test func flushRetriesAFailedLoadAtStartAtOnce() async throws {
+        let server = try FixtureHTTPServer(script: [.init(status: 503), .init(status: 200, body: Data("7".utf8))])
+        defer { server.stop() }
+        let state = SyncedState(0, key: uniqueKey()) {
+            Self.sink(server.url, firstDelay: .seconds(600), pause: .seconds(600))
+        }
+        let status = state.syncStatus
+        await eventually("the load at start to fail") { status.value.lastError != nil }
+        #expect(await state.flush(timeout: .seconds(30)), "the load at start was not tried again")
+        #expect(state.value == 7)
+        #expect(status.value.isSynced)
+    }
+
+    /// A flush with a deadline that starts while the load at start is failing waits through the
+    /// load's retries, as it waits through a paused sink's, and says synced once one succeeds.
+    @Test func aFlushWithADeadlineWaitsThroughTheLoadsRetries() async throws {
+        let failing = FixtureHTTPServer.Response(status: 503)
+        let server = try FixtureHTTPServer(
+            script: [failing, failing, failing, failing, .init(status: 200, body: Data("7".utf8))])
+        defer { server.stop() }
+        let state = SyncedState(0, key: uniqueKey()) {
+            Self.sink(server.url, firstDelay: .milliseconds(20), pause: .milliseconds(50))
+        }
+        #expect(await state.flush(timeout: .seconds(30)))
+        #expect(state.value == 7)
+        #expect(server.requests.count == 5)
+    }
+
+    /// A plain `flush()` does not wait through a failing load: it returns once the load failed.
+    @Test func aPlainFlushDoesNotWaitThroughAFailingLoad() async throws {
+        let server = try FixtureHTTPServer(fallback: .init(status: 503))
+        defer { server.stop() }
+        let state = SyncedState(0, key: uniqueKey()) {
+            Self.sink(server.url, firstDelay: .seconds(600), pause: .seconds(600))
+        }
+        await state.flush()
+        #expect(!state.syncStatus.value.hasContactedEveryDestination)
+        #expect(server.requests.count == 1)
+    }
+
+    /// Three failed sends pause the sink for ten minutes; the destination is back: a flush with a
+    /// deadline sends at once (an app's "flush before it suspends" returned `false` before).
+    @Test func flushRetriesAPausedSinkAtOnce() async throws {
+        let failing = FixtureHTTPServer.Response(status: 503)
+        let server = try FixtureHTTPServer(script: [failing, failing, failing])
+        defer { server.stop() }
+        let state = SyncedState(0, key: uniqueKey()) {
+            Self.sink(server.url, loadsOnStart: false, firstDelay: .milliseconds(10), pause: .seconds(600))
+        }
+        let status = state.syncStatus
+        state.modify(1)
+        await eventually("the sink to pause") { status.value.isPaused }
+        #expect(await state.flush(timeout: .seconds(30)), "the paused sink was not tried again")
+        #expect(server.requests.count == 4)
+        #expect(status.value.isSynced && !status.value.isPaused && status.value.lastError == nil)
+    }
+
+    /// A paused sink whose destination answers a refresh sends again at once: the status does not
+    /// stay "offline" after the successful exchange.
+    @Test func aRefreshThatReachesThePausedSinksDestinationResumesIt() async throws {
+        let failing = FixtureHTTPServer.Response(status: 503)
+        let server = try FixtureHTTPServer(script: [failing, failing, failing, .init(status: 404)])
+        defer { server.stop() }
+        let state = SyncedState(0, key: uniqueKey()) {
+            Self.sink(server.url, loadsOnStart: false, firstDelay: .milliseconds(10), pause: .seconds(600))
+        }
+        let status = state.syncStatus
+        state.modify(1)
+        await eventually("the sink to pause") { status.value.isPaused }
+        try await state.refresh()
+        await eventually("the sink to deliver after the refresh") { status.value.isSynced }
+        #expect(server.requests.map(\.method) == ["PUT", "PUT", "PUT", "GET", "PUT"])
+        #expect(state.statistics[0].sent == 1)
+    }
+}
