@@ -29,6 +29,11 @@ extension SyncedState {
         for ((pipeline, name), destination) in zip(zip(pipelines, names), destinations) {
             guard let name, let sink = pipeline.sink as? any RemoteSyncSink<Value> else { continue }
             let (value, version) = lock.withLock { (storedValue, storedVersion) }
+            // What the outbox logged and did not deliver is unsent, even if the record's mark
+            // never reached the disk: sent now, not acknowledged as if the server had it.
+            if let log = pipeline.log, pipeline.statistics.pending > 0 {
+                records.loggedUndelivered(name, throughVersion: log.lastRecordedVersion)
+            }
             let record = records.record(name)
             let channel: RemoteChannel<Value>
             if let destination, let remotes, let persistence {

@@ -464,6 +464,50 @@ import FoundationNetworking
         }
     }
 
+    /// What a kill -9 right after `modify` returned can leave behind: the outbox logged the change,
+    /// but the sync record beside it still says "agreed on teal, nothing unsent" (its mark was on
+    /// its way to the disk). The logged change is unsent whatever the record says. Before, the
+    /// relaunch sent nothing, counted the change as delivered and acknowledged it in the log,
+    /// while the server kept teal (issue 51, 29 of 30 runs).
+    @Test(arguments: RealHTTPServer.Kind.allCases)
+    func aLoggedChangeWhoseUnsentMarkNeverReachedTheDiskIsSent(kind: RealHTTPServer.Kind) async throws {
+        try await RealHTTPServer.with(kind) { server, directory async throws in
+            let url = server.resource()
+            let key = uniqueKey()
+            let outbox = directory.appending(path: "paint.outbox")
+            weak var releasedNetwork: SimulatedNetwork?
+            do {
+                let network = SimulatedNetwork()
+                releasedNetwork = network
+                let state = launch(key, outbox: outbox, sink(server, url, network))
+                state.modify(Self.teal)
+                #expect(await state.flush(timeout: .seconds(60)))
+            }
+            // Its log is closed once its sink is gone: the relaunch reads the file again.
+            await eventually("the first launch's sink to stop") { releasedNetwork == nil }
+            let tealETag = try #require(try await server.request("GET", url).etag)
+            let decoder = JSONDecoder()
+            decoder.dateDecodingStrategy = .iso8601
+            let lines = try Data(contentsOf: outbox).split(separator: 0x0A)
+            let teal = try #require(
+                lines.compactMap { try? decoder.decode([String: StateChange<Paint>].self, from: Data($0))["change"] }.last)
+            let orange = StateChange(
+                key: key, oldValue: Self.teal, newValue: Self.orange, version: teal.version + 1, timestamp: Date(),
+                instance: teal.instance)
+            let encoder = JSONEncoder()
+            encoder.dateEncodingStrategy = .iso8601
+            let handle = try FileHandle(forWritingTo: outbox)
+            try handle.seekToEnd()
+            try handle.write(contentsOf: try encoder.encode(["change": orange]) + [0x0A])
+            try handle.close()
+
+            let network = SimulatedNetwork()
+            let state = launch(key, outbox: outbox, sink(server, url, network))
+            #expect(state.value == Self.orange)
+            try await expectOrangeSent(state, network, server, url, key, onETag: tealETag)
+        }
+    }
+
     @Test(arguments: RealHTTPServer.Kind.allCases)
     func anOutboxedEditWhoseContainerIsReleasedBeforeItsRetryIsSentByTheRetry(kind: RealHTTPServer.Kind) async throws {
         try await RealHTTPServer.with(kind) { server, directory async throws in

@@ -139,6 +139,19 @@ struct CellLedger {
         return !savesValue
     }
 
+    /// The outbox of the destination `name` logged changes up to `version` that it did not
+    /// deliver: they are unsent, whatever the stored record says (a kill -9 after the log's append
+    /// reached the disk and before the record's mark did). Returns whether the records must be
+    /// stored.
+    mutating func loggedUndelivered(_ name: String, throughVersion version: UInt64) -> Bool {
+        newestLocalVersion = max(newestLocalVersion, version)
+        guard records[name]?.hasUnsentChanges == false else { return false }
+        records[name]?.hasUnsentChanges = true
+        isAllUnsent = records.values.allSatisfy(\.hasUnsentChanges)
+        checkInvariants()
+        return true
+    }
+
     /// The destination `name` holds `base` under `validator`, as of the cell's `version`: local
     /// changes after it stay unsent. Returns whether the records must be stored.
     mutating func agreed(_ name: String, base: Data?, validator: String?, atVersion version: UInt64) -> Bool {

@@ -113,6 +113,12 @@ final class SyncRecordStore: @unchecked Sendable {
         if ledger.noteLocalChange(version) { ledger.storeLedgerSoon() }
     }
 
+    /// The outbox of the record `name` holds changes up to `version` it did not deliver: the
+    /// record is unsent (``CellLedger/loggedUndelivered(_:throughVersion:)``).
+    func loggedUndelivered(_ name: String, throughVersion version: UInt64) {
+        if ledger.withLedger({ $0.loggedUndelivered(name, throughVersion: version) }) { ledger.storeLedgerSoon() }
+    }
+
     /// Records that the server holds `base` under `validator`, as of the container's `version`:
     /// local changes after it stay unsent. Stored on the cell's queue, after the value.
     func agree(_ name: String, base: Data?, validator: String?, atVersion version: UInt64) {
