@@ -124,14 +124,36 @@ import FoundationNetworking
     }
 
     /// Launch 1 of a container without storage behind an outbox, online: writes `teal` and syncs
-    /// it; returns the server's `ETag` for it.
+    /// it, then waits until its sink is gone (its log closed, so the next launch reads the file);
+    /// returns the server's `ETag` for it.
     private func syncTeal(
         _ server: RealHTTPServer, _ url: URL, _ key: String, outbox: URL
     ) async throws -> String {
-        let state = launch(key, outbox: outbox, sink(server, url, SimulatedNetwork()))
-        state.modify(Self.teal)
-        #expect(await state.flush(timeout: .seconds(60)))
+        weak var releasedNetwork: SimulatedNetwork?
+        do {
+            let network = SimulatedNetwork()
+            releasedNetwork = network
+            let state = launch(key, outbox: outbox, sink(server, url, network))
+            state.modify(Self.teal)
+            #expect(await state.flush(timeout: .seconds(60)))
+        }
+        await eventually("the first launch's sink to stop") { releasedNetwork == nil }
         return try #require(try await server.request("GET", url).etag)
+    }
+
+    /// Runs `body` against a `kind` server on which launch 1 of a container without storage
+    /// synced `teal` through an outbox (``syncTeal(_:_:_:outbox:)``), with the resource, the key,
+    /// the outbox and teal's `ETag`.
+    private func withTealSyncedThroughAnOutbox(
+        _ kind: RealHTTPServer.Kind, test: String = #function,
+        _ body: (RealHTTPServer, URL, String, URL, String) async throws -> Void
+    ) async throws {
+        try await RealHTTPServer.with(kind) { server, directory async throws in
+            let url = server.resource()
+            let key = uniqueKey(test)
+            let outbox = directory.appending(path: "paint.outbox")
+            try await body(server, url, key, outbox, try await syncTeal(server, url, key, outbox: outbox))
+        }
     }
 
     /// Launch 1, online: writes `teal` and syncs it; returns the server's `ETag` for it.
@@ -437,11 +459,7 @@ import FoundationNetworking
 
     @Test(arguments: RealHTTPServer.Kind.allCases)
     func anOutboxedEditOfAContainerWithoutStorageIsSentOnTheRememberedETag(kind: RealHTTPServer.Kind) async throws {
-        try await RealHTTPServer.with(kind) { server, directory async throws in
-            let url = server.resource()
-            let key = uniqueKey()
-            let outbox = directory.appending(path: "paint.outbox")
-            let tealETag = try await syncTeal(server, url, key, outbox: outbox)
+        try await withTealSyncedThroughAnOutbox(kind) { server, url, key, outbox, tealETag async throws in
             weak var releasedNetwork: SimulatedNetwork?
             do {
                 let network = SimulatedNetwork(isOffline: true)
@@ -471,21 +489,7 @@ import FoundationNetworking
     /// while the server kept teal (issue 51, 29 of 30 runs).
     @Test(arguments: RealHTTPServer.Kind.allCases)
     func aLoggedChangeWhoseUnsentMarkNeverReachedTheDiskIsSent(kind: RealHTTPServer.Kind) async throws {
-        try await RealHTTPServer.with(kind) { server, directory async throws in
-            let url = server.resource()
-            let key = uniqueKey()
-            let outbox = directory.appending(path: "paint.outbox")
-            weak var releasedNetwork: SimulatedNetwork?
-            do {
-                let network = SimulatedNetwork()
-                releasedNetwork = network
-                let state = launch(key, outbox: outbox, sink(server, url, network))
-                state.modify(Self.teal)
-                #expect(await state.flush(timeout: .seconds(60)))
-            }
-            // Its log is closed once its sink is gone: the relaunch reads the file again.
-            await eventually("the first launch's sink to stop") { releasedNetwork == nil }
-            let tealETag = try #require(try await server.request("GET", url).etag)
+        try await withTealSyncedThroughAnOutbox(kind) { server, url, key, outbox, tealETag async throws in
             let decoder = JSONDecoder()
             decoder.dateDecodingStrategy = .iso8601
             let lines = try Data(contentsOf: outbox).split(separator: 0x0A)
@@ -510,11 +514,7 @@ import FoundationNetworking
 
     @Test(arguments: RealHTTPServer.Kind.allCases)
     func anOutboxedEditWhoseContainerIsReleasedBeforeItsRetryIsSentByTheRetry(kind: RealHTTPServer.Kind) async throws {
-        try await RealHTTPServer.with(kind) { server, directory async throws in
-            let url = server.resource()
-            let key = uniqueKey()
-            let outbox = directory.appending(path: "paint.outbox")
-            let tealETag = try await syncTeal(server, url, key, outbox: outbox)
+        try await withTealSyncedThroughAnOutbox(kind) { server, url, key, outbox, tealETag async throws in
 
             let requests = await editReleasedBeforeItsRetry { launch(key, outbox: outbox, sink(server, url, $0)) }
 
@@ -562,15 +562,11 @@ import FoundationNetworking
 
     @Test(arguments: RealHTTPServer.Kind.allCases)
     func anUnsentMarkBesideAnEmptyOutboxIsNoEditOfTheUsers(kind: RealHTTPServer.Kind) async throws {
-        try await RealHTTPServer.with(kind) { server, directory async throws in
-            let url = server.resource()
-            let key = uniqueKey()
-            let outbox = directory.appending(path: "paint.outbox")
-            _ = try await syncTeal(server, url, key, outbox: outbox)
+        try await withTealSyncedThroughAnOutbox(kind) { server, url, key, outbox, _ async throws in
             // What a kill leaves between marking the record unsent (before the change is logged)
             // and logging the change: an unsent mark, and nothing in the outbox to send.
             struct Stored: Codable { var records: [String: SyncRecord] }
-            let records = FileStateStorage(directory: directory)
+            let records = FileStateStorage(directory: outbox.deletingLastPathComponent())
             var stored = try JSONDecoder().decode(
                 Stored.self, from: try #require(try records.load(forKey: key + ".sync-record")))
             #expect(stored.records.count == 1)

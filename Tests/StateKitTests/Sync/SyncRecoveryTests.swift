@@ -20,6 +20,18 @@ import Testing
         return HTTPSyncSink(endpoint: url, timeout: .seconds(60), loadsOnStart: loadsOnStart, policy: policy)
     }
 
+    private static let threeFailures = Array(repeating: FixtureHTTPServer.Response(status: 503), count: 3)
+
+    /// A container whose sink failed three sends of its write to `server` and paused for ten minutes.
+    private static func pausedForTenMinutes(_ server: FixtureHTTPServer) async -> SyncedState<Int> {
+        let state = SyncedState(0, key: uniqueKey()) {
+            sink(server.url, loadsOnStart: false, firstDelay: .milliseconds(10), pause: .seconds(600))
+        }
+        state.modify(1)
+        await eventually("the sink to pause") { state.syncStatus.value.isPaused }
+        return state
+    }
+
     /// Down at launch (503), then up (404: nothing stored yet): found without a write, a flush or
     /// a refresh, within the sink's retry interval; before, it stayed "not contacted" for good.
     @Test func aDestinationDownAtLaunchIsFoundWhenItComesBack() async throws {
@@ -80,15 +92,10 @@ import Testing
     /// Three failed sends pause the sink for ten minutes; the destination is back: a flush with a
     /// deadline sends at once (an app's "flush before it suspends" returned `false` before).
     @Test func flushRetriesAPausedSinkAtOnce() async throws {
-        let failing = FixtureHTTPServer.Response(status: 503)
-        let server = try FixtureHTTPServer(script: [failing, failing, failing])
+        let server = try FixtureHTTPServer(script: Self.threeFailures)
         defer { server.stop() }
-        let state = SyncedState(0, key: uniqueKey()) {
-            Self.sink(server.url, loadsOnStart: false, firstDelay: .milliseconds(10), pause: .seconds(600))
-        }
+        let state = await Self.pausedForTenMinutes(server)
         let status = state.syncStatus
-        state.modify(1)
-        await eventually("the sink to pause") { status.value.isPaused }
         #expect(await state.flush(timeout: .seconds(30)), "the paused sink was not tried again")
         #expect(server.requests.count == 4)
         #expect(status.value.isSynced && !status.value.isPaused && status.value.lastError == nil)
@@ -97,15 +104,10 @@ import Testing
     /// A paused sink whose destination answers a refresh sends again at once: the status does not
     /// stay "offline" after the successful exchange.
     @Test func aRefreshThatReachesThePausedSinksDestinationResumesIt() async throws {
-        let failing = FixtureHTTPServer.Response(status: 503)
-        let server = try FixtureHTTPServer(script: [failing, failing, failing, .init(status: 404)])
+        let server = try FixtureHTTPServer(script: Self.threeFailures + [.init(status: 404)])
         defer { server.stop() }
-        let state = SyncedState(0, key: uniqueKey()) {
-            Self.sink(server.url, loadsOnStart: false, firstDelay: .milliseconds(10), pause: .seconds(600))
-        }
+        let state = await Self.pausedForTenMinutes(server)
         let status = state.syncStatus
-        state.modify(1)
-        await eventually("the sink to pause") { status.value.isPaused }
         try await state.refresh()
         await eventually("the sink to deliver after the refresh") { status.value.isSynced }
         #expect(server.requests.map(\.method) == ["PUT", "PUT", "PUT", "GET", "PUT"])
