@@ -43,6 +43,16 @@ import Darwin
         .file(directory.url, sharedAcrossProcesses: true)
     }
 
+    /// A counter of a new shared key in `directory`, and every change its subscriber got.
+    private func subscribedCounter(in directory: TemporaryDirectory, test: String = #function)
+        -> (String, PersistedState<Int>, Collector<StateChange<Int>>, Subscription)
+    {
+        let key = uniqueKey(test)
+        let count = PersistedState(0, key: key, storage: shared(directory))
+        let changes = Collector<StateChange<Int>>()
+        return (key, count, changes, count.subscribeChanges { changes.append($0) })
+    }
+
     /// Waits, bounded, until `changes` holds `count` changes.
     private func waitFor(_ count: Int, _ changes: Collector<StateChange<Int>>) async {
         await eventually("\(count) changes (have \(changes.count))") { changes.count >= count }
@@ -51,10 +61,7 @@ import Darwin
     @Test func twentyProcessesIncrementingReachASubscriberOneChangeAtATime() async throws {
         let directory = TemporaryDirectory()
         defer { directory.cleanUp() }
-        let key = uniqueKey()
-        let count = PersistedState(0, key: key, storage: shared(directory))
-        let changes = Collector<StateChange<Int>>()
-        let subscription = count.subscribeChanges { changes.append($0) }
+        let (key, count, changes, subscription) = subscribedCounter(in: directory)
         defer { subscription.cancel() }
         // In its turn: twenty children at once hold a hundred descriptors, which a test that counts
         // the process's descriptors would take for its own.
@@ -77,10 +84,7 @@ import Darwin
     @Test func aProcessThatWritesTooGetsEachOtherProcessesChangeOnItsOwn() async throws {
         let directory = TemporaryDirectory()
         defer { directory.cleanUp() }
-        let key = uniqueKey()
-        let count = PersistedState(0, key: key, storage: shared(directory))
-        let changes = Collector<StateChange<Int>>()
-        let subscription = count.subscribeChanges { changes.append($0) }
+        let (key, count, changes, subscription) = subscribedCounter(in: directory)
         defer { subscription.cancel() }
         let url = directory.url
         let wrote = DispatchSemaphore(value: 0)
@@ -140,10 +144,7 @@ import Darwin
     @Test func damagedJournalTailIsReportedIgnoredAndCutOff() async throws {
         let directory = TemporaryDirectory()
         defer { directory.cleanUp() }
-        let key = uniqueKey()
-        let count = PersistedState(0, key: key, storage: shared(directory))
-        let changes = Collector<StateChange<Int>>()
-        let subscription = count.subscribeChanges { changes.append($0) }
+        let (key, count, changes, subscription) = subscribedCounter(in: directory)
         defer { subscription.cancel() }
         try increment(1, by: 1, directory.url, key)
         await waitFor(1, changes)

@@ -46,6 +46,19 @@ import Testing
         return (key + "-a", key + "-b")
     }
 
+    /// Two containers of shared keys in a new directory (the caller cleans it up), the first at 100.
+    private func twoKeysAt100(test: String = #function)
+        -> (TemporaryDirectory, (String, String), PersistedState<Int>, PersistedState<Int>)
+    {
+        let directory = TemporaryDirectory()
+        let key = uniqueKey(test)
+        let keys = (key + "-a", key + "-b")
+        let a = PersistedState(0, key: keys.0, storage: shared(directory))
+        let b = PersistedState(0, key: keys.1, storage: shared(directory))
+        a ~> 100
+        return (directory, keys, a, b)
+    }
+
     /// The intent records left in `directory`.
     private func records(_ directory: TemporaryDirectory) -> [String] {
         directory.fileNames.filter { $0.hasSuffix(".transaction") }
@@ -75,12 +88,8 @@ import Testing
     }
 
     @Test func processKilledInsideATransactionBodyChangesNothing() throws {
-        let directory = TemporaryDirectory()
+        let (directory, keys, a, b) = twoKeysAt100()
         defer { directory.cleanUp() }
-        let keys = keys()
-        let a = PersistedState(0, key: keys.0, storage: shared(directory))
-        let b = PersistedState(0, key: keys.1, storage: shared(directory))
-        a ~> 100
         let holder = try startTogether(1, "shared-transaction-hold", directory, keys)[0]
         #expect(holder.nextLine(startingWith: "inside") == "inside")
         holder.kill()
@@ -96,12 +105,8 @@ import Testing
     /// A process killed after its commit replaced one of two files left them half-committed on
     /// disk, with an intent record: the next process that takes one of the keys completes it.
     @Test func processKilledAfterItsFirstFileReplaceIsCompletedByTheNextProcess() throws {
-        let directory = TemporaryDirectory()
+        let (directory, keys, a, b) = twoKeysAt100()
         defer { directory.cleanUp() }
-        let keys = keys()
-        let a = PersistedState(0, key: keys.0, storage: shared(directory))
-        let b = PersistedState(0, key: keys.1, storage: shared(directory))
-        a ~> 100
         let stopped = try startTogether(1, "shared-transaction-stop", directory, keys)[0]
         #expect(stopped.nextLine(startingWith: "replaced") == "replaced")
         // On disk, one key is new and the other old: only the record makes the commit whole.
@@ -125,12 +130,8 @@ import Testing
     /// The process killed after its first replace is completed by this process too, through the
     /// key lock its own writes take.
     @Test func writeAfterAKilledCommitStartsFromTheCompletedTransaction() throws {
-        let directory = TemporaryDirectory()
+        let (directory, keys, a, b) = twoKeysAt100()
         defer { directory.cleanUp() }
-        let keys = keys()
-        let a = PersistedState(0, key: keys.0, storage: shared(directory))
-        let b = PersistedState(0, key: keys.1, storage: shared(directory))
-        a ~> 100
         let stopped = try startTogether(1, "shared-transaction-stop", directory, keys)[0]
         #expect(stopped.nextLine(startingWith: "replaced") == "replaced")
         stopped.kill()
