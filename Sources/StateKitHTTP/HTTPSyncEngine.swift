@@ -239,9 +239,9 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
                 switch try await read(conditional: false) {
                 case .unchanged, .absent:
                     etag = nil  // gone: create it again
-                case .unreadable(let remoteETag, let error):
-                    // Nothing there to keep or merge: only .clientWins writes over it.
-                    guard case .clientWins = configuration.conflictPolicy else { throw error }
+                case .unreadable(let remoteETag, _):
+                    // Nothing there to keep or merge (a write cut short, see pullInGate()): the
+                    // value being sent goes over it.
                     reportOverwritingUnreadable()
                     etag = remoteETag
                 case .value(let remote, let data, let remoteETag):
@@ -364,22 +364,26 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
             etag = nil
         case .value(let remote, let data, let remoteETag):
             take(remote, data: data, etag: remoteETag)
-        case .unreadable(_, let error):
-            // An unsent local value under .clientWins is written over it by the push that
-            // follows (its conflict finds the bytes again); otherwise it stays an error.
-            guard case .clientWins = configuration.conflictPolicy, connected?.syncRecord.hasUnsentChanges == true
-            else { throw error }
+        case .unreadable(let remoteETag, let error):
+            // With an unsent local value, bytes that do not decode are most likely this cell's
+            // own write cut short (killed while its body was in flight, on a server that keeps
+            // what arrived): there is nothing to keep or merge, whatever the policy, and the push
+            // that follows writes the local value over them, on their ETag. Otherwise the
+            // container has nothing of its own to send, and it stays an error.
+            guard connected?.syncRecord.hasUnsentChanges == true else { throw error }
+            reportOverwritingUnreadable()
+            etag = remoteETag
         }
     }
 
-    /// Reports that .clientWins writes the local value over what the server holds, which does not
+    /// Reports that the unsent local value is written over what the server holds, which does not
     /// decode.
     private func reportOverwritingUnreadable() {
         StateDiagnostics.report(
             StateDiagnostic(
                 kind: .decodingFailed, keys: [connected?.key ?? configuration.endpoint.absoluteString],
-                message: "HTTPSyncSink: the value at \(configuration.endpoint) cannot be decoded as \(Value.self); "
-                    + ".clientWins writes the local value over it"))
+                message: "HTTPSyncSink: the value at \(configuration.endpoint) cannot be decoded as \(Value.self) "
+                    + "(a write cut short?); the unsent local value is written over it"))
     }
 
     /// Takes a value read from the server: into the container when it holds no unsent local

@@ -482,6 +482,32 @@ import FoundationNetworking
         }
     }
 
+    /// Killed while its PUT's body was in flight, against a server that keeps what arrived of it:
+    /// the server holds the first half of orange's bytes. The relaunch writes orange over them,
+    /// conditionally on their `ETag`, under the default `.serverWins` too. Before, every launch
+    /// reported "cannot be decoded" and the key never synced again (issue 51, 3).
+    @Test(arguments: RealHTTPServer.Kind.allCases)
+    func aWriteCutShortOnTheServerIsSentAgain(kind: RealHTTPServer.Kind) async throws {
+        try await RealHTTPServer.with(kind) { server, directory async throws in
+            let url = server.resource()
+            let key = uniqueKey()
+            _ = try await syncTeal(server, url, key, directory)
+            await editOffline(server, url, key, directory)
+            let orange = try JSONEncoder().encode(Self.orange)
+            let cut = try await server.request("PUT", url, body: orange.prefix(orange.count / 2))
+            #expect((200..<300).contains(cut.status))
+            let cutETag = try #require(try await server.request("GET", url).etag)
+
+            let network = SimulatedNetwork()
+            let state = launch(key, directory, [sink(server, url, network)])
+            #expect(await state.flush(timeout: .seconds(60)))
+            #expect(try await serverValue(server, url) == Self.orange)
+            #expect(state.value == Self.orange)
+            #expect(network.puts.map(\.ifMatch) == [cutETag], "\(network.requests.all)")
+            #expect(diagnostics(.localChangesDiscarded, key).isEmpty)
+        }
+    }
+
     /// What a kill -9 right after `modify` returned can leave behind: the outbox logged the change,
     /// but the sync record beside it still says "agreed on teal, nothing unsent" (its mark was on
     /// its way to the disk). The logged change is unsent whatever the record says. Before, the
