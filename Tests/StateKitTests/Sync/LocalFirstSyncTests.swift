@@ -508,6 +508,30 @@ import FoundationNetworking
         }
     }
 
+    /// Two devices edit one resource (two containers without storage, each with its own sink):
+    /// the second's write meets the first's, and `.merge` makes a value of both, which becomes a
+    /// new local change to send. A flush given 30 s waits for it within them (issue 51, 7, which
+    /// saw `false` after 0.1 s with one change pending; not reproduced here, kept as its guard).
+    @Test(arguments: RealHTTPServer.Kind.allCases)
+    func aFlushWithADeadlineWaitsForWhatItsMergeProduces(kind: RealHTTPServer.Kind) async throws {
+        try await RealHTTPServer.with(kind) { server, directory async throws in
+            let url = server.resource()
+            let key = uniqueKey()
+            let both = SyncConflictPolicy<Paint>.merge { _, local, remote in
+                Paint(color: Set([local.color, remote.color]).sorted().joined(separator: "+"))
+            }
+            let phone = SyncedState(Paint(color: "none"), key: key) { sink(server, url, SimulatedNetwork(), both) }
+            phone.modify(Self.teal)
+            #expect(await phone.flush(timeout: .seconds(30)))
+            // The tablet edits before its load at start answered: the load meets the edit.
+            let tablet = SyncedState(Paint(color: "none"), key: key) { sink(server, url, SimulatedNetwork(), both) }
+            tablet.modify(Self.orange)
+            #expect(await tablet.flush(timeout: .seconds(30)), "\(tablet.syncStatus.value)")
+            #expect(tablet.value == Paint(color: "orange+teal"))
+            #expect(try await serverValue(server, url) == Paint(color: "orange+teal"))
+        }
+    }
+
     /// What a kill -9 right after `modify` returned can leave behind: the outbox logged the change,
     /// but the sync record beside it still says "agreed on teal, nothing unsent" (its mark was on
     /// its way to the disk). The logged change is unsent whatever the record says. Before, the

@@ -113,4 +113,38 @@ import Testing
         #expect(server.requests.map(\.method) == ["PUT", "PUT", "PUT", "GET", "PUT"])
         #expect(state.statistics[0].sent == 1)
     }
+
+    /// A remote sink whose first send merges: the server held a value of its own, and the merge's
+    /// result is a new local change, made while the send is in flight, to send next.
+    final class MergingSink: RemoteSyncSink, @unchecked Sendable {
+        private let lock = NSLock()
+        private var channel: RemoteChannel<Int>?
+        private var sends: [Int] = []
+        var sent: [Int] { lock.withLock { sends } }
+
+        func connect(_ channel: RemoteChannel<Int>) { lock.withLock { self.channel = channel } }
+        func refresh() async throws {}
+
+        func send(_ changes: [StateChange<Int>]) async throws {
+            let (channel, isFirst) = lock.withLock {
+                sends += changes.map(\.newValue)
+                return (self.channel, sends.count == changes.count)
+            }
+            guard isFirst else { return }
+            try await Task.sleep(for: .milliseconds(20))
+            _ = channel?.modify { $0 += 100 }
+        }
+    }
+
+    /// A flush given 30 s waits, within them, for what its own merges produce: the merge's result
+    /// is one more change to send (issue 51, 7, which saw `false` after 0.1 s with one change
+    /// pending; not reproduced here, kept as its guard).
+    @Test func aFlushWithADeadlineWaitsForTheChangeItsMergeMade() async {
+        let sink = MergingSink()
+        let state = SyncedState(0, key: uniqueKey(), sinks: [sink])
+        state.modify(1)
+        #expect(await state.flush(timeout: .seconds(30)), "\(state.syncStatus.value)")
+        #expect(state.value == 101)
+        #expect(sink.sent == [1, 101])
+    }
 }
