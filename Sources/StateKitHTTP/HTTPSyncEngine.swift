@@ -163,9 +163,10 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
         }
     }
 
-    /// A record taken over from a sender that stopped while sending: when the server holds what it
-    /// was sending, that is the base now, under the server's `ETag`, so the next write is not
-    /// refused for a validator that only this key's own writes moved. When it holds the first
+    /// A record that says a value was being sent (the previous launch, or across processes the
+    /// previous sender, stopped while sending): when the server holds what it was sending, that is
+    /// the base now, under the server's `ETag`, so the next write is not refused for a validator
+    /// that only this key's own writes moved, and no conflict is made of the cell's own write. When it holds the first
     /// bytes of it and no more (a server that keeps what it got of a PUT whose client was killed),
     /// those bytes are the key's own write cut short: the next write replaces them, on the base
     /// the record agreed.
@@ -173,9 +174,15 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
         guard let sending = takenOverSending else { return }
         switch try await read(conditional: true) {
         case .value(let remote, let data, let remoteETag) where data == sending:
+            // A read of the server's value: the load at start need not read it again.
+            hasLoaded = true
             etag = remoteETag
             base = remote
             baseData = data
+            // The container holds just that value: agreed, nothing to send.
+            if let current = connected?.current, (try? configuration.encoder.encode(current.value)) == data {
+                recordAgreement(base: data, validator: remoteETag, atVersion: current.version)
+            }
         case .value(_, let data, let remoteETag) where Self.isCutShort(data, of: sending):
             etag = remoteETag
         case .unreadable(let remoteETag, let error) where Self.isCutShort(error.body, of: sending):

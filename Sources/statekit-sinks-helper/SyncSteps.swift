@@ -28,6 +28,9 @@ enum SyncStep: String {
     case answerReceived = "answer-received"
     /// The server took `orange`, and the record of that agreement is saved after the value.
     case agreementSaved = "agreement-saved"
+    /// The `PUT` of `orange` reached the server, its answer never heard, and meanwhile the user
+    /// wrote `green`, which is saved.
+    case newerWriteSaved = "newer-write-saved"
 }
 
 /// The network the helper's sink meets: online, offline (every request fails before it is
@@ -71,7 +74,7 @@ final class SyncNetwork: @unchecked Sendable {
         }
         if isOffline { throw Offline() }
         switch holdsAt {
-        case .requestSent? where isPut:
+        case .requestSent? where isPut, .newerWriteSaved? where isPut:
             // The request goes out (sent here, as the sink would) and its answer is never heard.
             _ = try await URLSession.shared.data(for: request)
         case .answerReceived? where afterPut && !isPut:
@@ -152,6 +155,14 @@ func stop(
         state.modify(Paint(color: "orange"))
         network.waitUntilHeld()
         // The value is saved before the kill, as it is once the save queue ran.
+        PersistedState(Paint(color: "none"), key: key, storage: FileStateStorage.file(URL(fileURLWithPath: directory)))
+            .flush()
+    case .newerWriteSaved:
+        await syncTeal(state)
+        network.hold(at: step)
+        state.modify(Paint(color: "orange"))
+        network.waitUntilHeld()
+        state.modify(Paint(color: "green"))
         PersistedState(Paint(color: "none"), key: key, storage: FileStateStorage.file(URL(fileURLWithPath: directory)))
             .flush()
     }

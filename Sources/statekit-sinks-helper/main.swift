@@ -37,7 +37,8 @@ import StateKitHTTP
 //     saved offline, nothing sent), request-sent (the PUT of orange reached the server, its answer
 //     is never heard), answer-received (the answer came and the ETag is being read back, before
 //     the sync record is saved: only with a server that sends no ETag with a PUT, Apache),
-//     agreement-saved (orange synced, and its agreement saved after the value).
+//     agreement-saved (orange synced, and its agreement saved after the value), newer-write-saved
+//     (as request-sent, and green written and saved meanwhile).
 //   statekit-sinks-helper sync-count <outbox> <key> <url> <client-wins|server-wins> <authorization> [<directory>]
 //     an Int container synced to <url> through a DurableOutbox at <outbox>, persisted in file
 //     storage at <directory> when given: waits for its load at start, prints "counting from

@@ -175,13 +175,14 @@ public final class RemoteChannel<Value: Sendable>: @unchecked Sendable {
     }
 
     /// Notes, before the sink writes `data` (encoded as the sink encodes values) to its server,
-    /// that it is sending it, when the key's storage is shared across processes; otherwise
-    /// returns at once.
+    /// that it is sending it, and returns once the note is stored; a container whose records are
+    /// kept in memory only returns at once.
     ///
-    /// Across processes one process at a time sends a key (its sender). If it dies after the write
-    /// reached the server and before its agreement was recorded, the process that takes over finds
-    /// `data` in ``syncRecord`` (``SyncRecord/sending``): a server holding those bytes holds the
-    /// key's own value, which the new sender may write over without a conflict.
+    /// A process killed after the write reached the server and before its agreement was recorded
+    /// leaves `data` in ``syncRecord`` (``SyncRecord/sending``): the next launch, or across
+    /// processes the process that takes over sending the key, finds it there. A server holding
+    /// those bytes holds the cell's own value, not another device's: no conflict, and newer local
+    /// changes are written over it; a server holding their first bytes holds the write cut short.
     public func recordSending(_ data: Data) async {
         guard records.notesSending else { return }
         await records.sending(recordName, data: data)

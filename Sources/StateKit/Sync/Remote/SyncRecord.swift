@@ -18,10 +18,9 @@ public struct SyncRecord: Sendable, Codable, Equatable {
     /// Whether the container holds local changes the server has not taken.
     public var hasUnsentChanges: Bool
     /// The value being sent when the record was stored, until the answer's agreement replaces
-    /// it; noted only for a key whose storage is shared across processes
-    /// (``RemoteChannel/recordSending(_:)``). A process that takes over sending the key after the
-    /// sender died finds it here: a server holding it holds the key's own value, not another
-    /// writer's.
+    /// it (``RemoteChannel/recordSending(_:)``). A launch after a kill, or a process that takes over
+    /// sending a key shared across processes after the sender died, finds it here: a server
+    /// holding it holds the key's own value, not another writer's.
     public var sending: Data?
 
     /// Creates a record.

@@ -127,16 +127,16 @@ final class SyncRecordStore: @unchecked Sendable {
         }
     }
 
-    /// Whether the record `name` notes each value before it is sent
-    /// (``RemoteChannel/recordSending(_:)``): the key's storage is shared across processes.
+    /// Whether the records note each value before it is sent (``RemoteChannel/recordSending(_:)``):
+    /// they are kept in storage, so that a launch after a kill finds what was in flight.
     var notesSending: Bool {
-        sender != nil
+        storage != nil
     }
 
     /// Notes that `data` is about to be sent under the record `name`, and returns once that is
-    /// stored (or failed); only the key's sender writes it.
+    /// stored (or failed); across processes, only the key's sender writes it.
     func sending(_ name: String, data: Data) async {
-        guard sender?.isSending == true else { return }
+        guard sender?.isSending ?? true else { return }
         if ledger.withLedger({ $0.sending(name, data: data) }) {
             ledger.storeLedgerSoon()
             await ledger.flushLedger()
