@@ -14,6 +14,13 @@ import StateKitHTTP
 //     a full disk: the append that crosses it is cut short), until the outbox reports the failed
 //     append of version F; then lifts the limit, logs 10 more, prints "failed F <last>", and waits
 //     to be killed.
+//   statekit-sinks-helper outbox-full-disk-freed <log> <key> -
+//     logs 1,000 changes through a DurableOutbox to a sink that takes them while the log may not
+//     grow (RLIMIT_FSIZE at its size: every append fails, as on a full disk), then lifts the limit,
+//     prints "freed <version>" and waits to be killed, writing nothing more.
+//   statekit-sinks-helper outbox-full-disk-at-start <log> <key> -
+//     as outbox-full-disk-freed, but no file may grow from the start (the log cannot be rewritten
+//     as it is opened), and it logs 10 changes.
 //   statekit-sinks-helper outbox-lagging <log> <key> <events>
 //     writes through a DurableOutbox with the default buffer (10,000) to a sink that appends JSON
 //     lines to <events>, lagging: it starts 200 ms late, then takes 1 ms per batch. Prints
@@ -173,6 +180,30 @@ case "outbox-full-disk":
     setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
     for _ in 1...10 { state.modify { $0 += 1 } }
     FileHandle.standardOutput.write(Data("failed \(failedVersion) \(state.version)\n".utf8))
+    waitToBeKilled()
+case "outbox-full-disk-freed", "outbox-full-disk-at-start":
+    // Every append fails (no file may grow) while changes are written and delivered, from the
+    // start (even the log's rewrite at open fails) or from once the log is open; then the limit
+    // is lifted and nothing more is written.
+    let isFullAtStart = arguments[1] == "outbox-full-disk-at-start"
+    signal(SIGXFSZ, SIG_IGN)
+    var limit = rlimit()
+    getrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
+    let unlimited = limit
+    func fillTheDisk() {
+        limit.rlim_cur = rlim_t((try? FileManager.default.attributesOfItem(atPath: log.path)[.size] as? Int) ?? 0)
+        if isFullAtStart { limit.rlim_cur = 0 }
+        setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
+    }
+    if isFullAtStart { fillTheDisk() }
+    let state = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: ClosureSink<Int> { _ in }) }
+    await state.flush()
+    if !isFullAtStart { fillTheDisk() }
+    for _ in 1...(isFullAtStart ? 10 : 1_000) { state.modify { $0 += 1 } }
+    await state.flush()
+    limit = unlimited
+    setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
+    FileHandle.standardOutput.write(Data("freed \(state.version)\n".utf8))
     waitToBeKilled()
 case "outbox-lagging":
     let sink = LaggingSink(

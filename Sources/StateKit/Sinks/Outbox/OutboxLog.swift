@@ -26,6 +26,10 @@ import Darwin
 /// - A failed append is cut off again (`ftruncate`), or, if that fails too, the next record starts
 ///   on a new line, so a torn record never swallows the next one. A change whose append failed is
 ///   kept in memory (``unloggedLimit``) so a pipeline reading the log back still finds it.
+/// - What a full disk kept out of the file goes in once it can: changes whose append failed are
+///   appended, in order, before any newer one, and the newest change and the last acknowledgement
+///   are written again, at the next write or by a repair retried every second meanwhile. So a
+///   relaunch after space was freed goes on from the newest version: versions never go back.
 /// - A file that cannot be read is never written: the outbox then runs without a log.
 ///
 /// - Note: All operations on `OutboxLog` are thread-safe.
@@ -63,6 +67,15 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
     private var recordsSinceCompaction = 0
     private var needsNewline = false
     private var isFailing = false
+    /// The changes whose append failed, with their lines, in version order: appended before any
+    /// newer change.
+    private var unwritten = FIFOQueue<(version: UInt64, line: Data)>()
+    /// Whether the file holds the newest change's record (see ``newestChange``).
+    private var isNewestLogged = true
+    /// The newest acknowledgement the file holds.
+    private var loggedAcknowledged: UInt64 = 0
+    /// Whether ``repair()`` is scheduled.
+    private var isRepairScheduled = false
     private var owner: UInt64 = 0
     private var isOwnerLive = false
     private var forcesEachRecord = false
@@ -155,34 +168,92 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
 
     /// Appends `change`; called under the container's lock, in version order.
     func record(_ change: StateChange<Value>) {
-        lock.withLock {
+        let isIncomplete = lock.withLock {
             lastRecorded = change.version
-            guard let handle, let line = encode(LogRecord(change: change)) else {
+            guard let line = encode(LogRecord(change: change)) else {
                 newest = (change, Data())
                 keepUnlogged(change)
-                return
+                return false
             }
             newest = (change, line)
-            if let offset = append(line, to: handle) {
+            if let handle, appendUnwritten(to: handle), let offset = append(line, to: handle) {
                 positions.append(Position(version: change.version, offset: offset))
-            } else {
-                keepUnlogged(change)
+                isNewestLogged = true
+                return false
             }
+            keepUnlogged(change)
+            unwritten.append((change.version, line))
+            isNewestLogged = false
+            return true
         }
+        if isIncomplete { repairSoon() }
+    }
+
+    /// Appends the changes whose append failed, in order; returns whether none is left.
+    private func appendUnwritten(to handle: FileHandle) -> Bool {
+        while let (version, line) = unwritten.first {
+            guard let offset = append(line, to: handle) else { return false }
+            positions.append(Position(version: version, offset: offset))
+            unlogged[version] = nil
+            _ = unwritten.popFirst()
+        }
+        return true
+    }
+
+    /// Whether the file lacks something it should hold: a change, the newest one, an acknowledgement.
+    private var isIncomplete: Bool {
+        handle == nil || !unwritten.isEmpty || !isNewestLogged || loggedAcknowledged < lastAcknowledged
+    }
+
+    /// Schedules ``repair()`` in a second, unless it is scheduled already.
+    private func repairSoon() {
+        let isNew = lock.withLock {
+            defer { isRepairScheduled = true }
+            return !isRepairScheduled
+        }
+        guard isNew else { return }
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + 1) { [weak self] in self?.repair() }
+    }
+
+    /// Writes what a failure kept out of the file (see the type's rules), and tries again in a
+    /// second while it cannot.
+    private func repair() {
+        let isIncomplete = lock.withLock {
+            isRepairScheduled = false
+            if handle == nil {
+                _ = rewriteLocked()
+            } else if let handle, appendUnwritten(to: handle) {
+                if lastAcknowledged >= lastRecorded && !isNewestLogged {
+                    _ = compactLocked()
+                } else if loggedAcknowledged < lastAcknowledged, let line = encode(LogRecord(acknowledged: lastAcknowledged)),
+                    append(line, to: handle) != nil
+                {
+                    loggedAcknowledged = lastAcknowledged
+                }
+            }
+            return self.isIncomplete
+        }
+        if isIncomplete { repairSoon() }
     }
 
     /// Records that the destination accepted every change up to `version`.
     func acknowledge(_ version: UInt64) {
-        lock.withLock {
-            guard version > lastAcknowledged else { return }
+        let needsRepair = lock.withLock {
+            guard version > lastAcknowledged else { return false }
             lastAcknowledged = min(version, lastRecorded)
             while let first = positions.first, first.version <= lastAcknowledged { _ = positions.popFirst() }
             if !unlogged.isEmpty { unlogged = unlogged.filter { $0.key > lastAcknowledged } }
-            if lastAcknowledged >= lastRecorded && recordsSinceCompaction >= 256 && compactLocked() { return }
-            if let handle, let line = encode(LogRecord(acknowledged: lastAcknowledged)) {
-                append(line, to: handle)
+            while unwritten.firstSatisfies({ $0.version <= lastAcknowledged }) { _ = unwritten.popFirst() }
+            let isSettled = lastAcknowledged >= lastRecorded
+            if isSettled && (recordsSinceCompaction >= 256 || !isNewestLogged) && compactLocked() { return false }
+            if let handle, let line = encode(LogRecord(acknowledged: lastAcknowledged)),
+                append(line, to: handle) != nil
+            {
+                loggedAcknowledged = lastAcknowledged
             }
+            return isIncomplete
         }
+        if needsRepair { repairSoon() }
     }
 
     /// Writes `line` at the end and returns where it starts; on failure cuts the file back so no
@@ -232,6 +303,7 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
         unlogged[change.version] = change
         if unlogged.count > Self.unloggedLimit, let oldest = unlogged.keys.min() {
             unlogged[oldest] = nil
+            if unwritten.first?.version == oldest { _ = unwritten.popFirst() }
             Self.report(
                 .sinkDroppedChanges, key: key,
                 "the log \(fileURL.path) is not writable and \(Self.unloggedLimit) changes wait in memory; "
@@ -246,6 +318,28 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
         if let newest, !newest.line.isEmpty { header.append(newest.line) }
         guard replaceFile(with: header) else { return false }
         positions.removeAll()
+        isNewestLogged = true
+        return true
+    }
+
+    /// Writes the file anew from memory, when it could not be written at open (a full disk): the
+    /// acknowledgement, then the changes to deliver, or the newest change when there are none.
+    private func rewriteLocked() -> Bool {
+        guard var data = encode(LogRecord(acknowledged: lastAcknowledged)) else { return false }
+        var written: [Position] = []
+        for (version, line) in unwritten.elements {
+            written.append(Position(version: version, offset: UInt64(data.count)))
+            data.append(line)
+        }
+        if unwritten.isEmpty, let newest, !newest.line.isEmpty { data.append(newest.line) }
+        guard replaceFile(with: data) else { return false }
+        positions.removeAll()
+        for position in written {
+            positions.append(position)
+            unlogged[position.version] = nil
+        }
+        unwritten.removeAll()
+        isNewestLogged = true
         return true
     }
 
@@ -259,6 +353,7 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
             handle = newHandle
             recordsSinceCompaction = 0
             needsNewline = false
+            loggedAcknowledged = lastAcknowledged
             return true
         } catch {
             Self.report(.outboxWriteFailed, key: key, "could not rewrite the log \(fileURL.path)", error: error)
@@ -392,7 +487,12 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
         if replaceFile(with: rewritten) {
             for position in positions { self.positions.append(position) }
         } else {
-            for (change, _) in pending { unlogged[change.version] = change }
+            // Written again from memory by the repair, once it can be.
+            for (change, line) in pending {
+                unlogged[change.version] = change
+                unwritten.append((change.version, line + [0x0A]))
+            }
+            repairSoon()
         }
         return true
     }

@@ -230,10 +230,44 @@ import Testing
         let deliverer = try await SinksHelper.launch(["outbox-deliver", log.path, key, events.path])
         await deliverer.waitForExit()
         let received = try JSONLinesAnalyticsBackend(fileURL: events).events().map(\.idempotencyKey)
-        // The change whose append failed lived in memory only (reported); every other one was logged.
-        let expected = (1..<failed).map { "\(key)#\($0)" } + (failed + 1...last + 1).map { "\(key)#\($0)" }
+        // The change whose append failed was kept in memory (reported) and appended, in its place,
+        // once the log could grow again: every change was logged, none twice.
+        let expected = (1...last + 1).map { "\(key)#\($0)" }
         #expect(received == expected)
         #expect(!deliverer.diagnostics.contains("[outbox-corrupt-record]"))
+    }
+
+    /// A full disk while 1,000 changes are written and delivered, then space freed and nothing more
+    /// written before a kill: the relaunch goes on from version 1,000, so versions and idempotency
+    /// keys never repeat; so does one after a launch that found the disk full from its start.
+    /// Before, the log held only its first acknowledgement and the relaunch started again at 1
+    /// (issue 51, 4).
+    @Test func versionsGoOnAfterAFullDiskIsFreed() async throws {
+        let directory = try makeDirectory()
+        defer { directory.cleanUp() }
+        let log = directory.url.appending(path: "state.outbox")
+        let key = uniqueKey()
+        let writer = try await SinksHelper.launch(["outbox-full-disk-freed", log.path, key, "-"])
+        #expect(writer.firstLine == "freed 1000")
+        // Time for the log to repair itself once it can grow again (it retries every second).
+        await eventually("the log to hold version 1000") {
+            (try? String(contentsOf: log, encoding: .utf8))?.contains(#""version":1000"#) == true
+        }
+        await writer.kill()
+
+        // A second launch finds the disk full from its start: the log cannot even be rewritten as
+        // it is opened. It logs ten more, and space is freed.
+        let second = try await SinksHelper.launch(["outbox-full-disk-at-start", log.path, key, "-"])
+        #expect(second.firstLine == "freed 1010")
+        await eventually("the log to hold version 1010") {
+            (try? String(contentsOf: log, encoding: .utf8))?.contains(#""version":1010"#) == true
+        }
+        await second.kill()
+        let state = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: ClosureSink<Int> { _ in }) }
+        #expect(state.version == 1_010)
+        #expect(state.value == 1_010)
+        state.modify { $0 += 1 }
+        #expect(state.version == 1_011)
     }
 
     @Test func behindAnOutboxALaggingSinkLosesNothingWhenItsBufferIsFull() async throws {
