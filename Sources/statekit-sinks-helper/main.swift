@@ -21,6 +21,10 @@ import StateKitHTTP
 //   statekit-sinks-helper outbox-full-disk-at-start <log> <key> -
 //     as outbox-full-disk-freed, but no file may grow from the start (the log cannot be rewritten
 //     as it is opened), and it logs 10 changes.
+//   statekit-sinks-helper handler-writes <directory> <key> <shared|plain>
+//     a persisted container in <directory> (shared across processes or not) whose storage breaks
+//     after its first save, written five times with a diagnostics handler that writes to it at
+//     each storage failure reported; prints "reports <count> value <value>" and exits.
 //   statekit-sinks-helper outbox-lagging <log> <key> <events>
 //     writes through a DurableOutbox with the default buffer (10,000) to a sink that appends JSON
 //     lines to <events>, lagging: it starts 200 ms late, then takes 1 ms per batch. Prints
@@ -100,8 +104,17 @@ func eventsSink(_ events: String) -> AnalyticsSink<Int, JSONLinesAnalyticsBacken
 final class WriteFailures: @unchecked Sendable {
     private let lock = NSLock()
     private var failed = false
+    private var noted = 0
 
-    func note() { lock.withLock { failed = true } }
+    /// How many failures were noted in all.
+    var count: Int { lock.withLock { noted } }
+
+    func note() {
+        lock.withLock {
+            failed = true
+            noted += 1
+        }
+    }
 
     func take() -> Bool {
         lock.withLock {
@@ -205,6 +218,28 @@ case "outbox-full-disk-freed", "outbox-full-disk-at-start":
     setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
     FileHandle.standardOutput.write(Data("freed \(state.version)\n".utf8))
     waitToBeKilled()
+case "handler-writes" where arguments.count == 5:
+    // A persisted container whose storage breaks (its directory becomes a file), written five
+    // times, with a diagnostics handler that writes to it at each report.
+    let directory = log
+    try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    let state = PersistedState(
+        0, key: key, storage: .file(directory, sharedAcrossProcesses: arguments[4] == "shared"))
+    state.modify { $0 += 1 }
+    state.flush()
+    try? FileManager.default.removeItem(at: directory)
+    try? Data("not a directory".utf8).write(to: directory)
+    let reports = WriteFailures()
+    StateDiagnostics.handler = { diagnostic in
+        guard diagnostic.kind == .storageFailed else { return }
+        reports.note()
+        state.modify { $0 += 100 }
+    }
+    for _ in 1...5 {
+        state.modify { $0 += 1 }
+        state.flush()
+    }
+    FileHandle.standardOutput.write(Data("reports \(reports.count) value \(state.value)\n".utf8))
 case "outbox-lagging":
     let sink = LaggingSink(
         base: eventsSink(arguments[4]), start: .now + .milliseconds(200), lag: .milliseconds(1))

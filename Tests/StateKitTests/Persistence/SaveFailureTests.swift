@@ -13,6 +13,26 @@ import Glibc
     /// Whether this process may mount a filesystem (CI runs as root).
     static let canMount = getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/bin/mount")
 
+    /// A diagnostics handler that writes to the container whose save failed (semantics 29: user
+    /// code runs after every lock is let go). In a child process, so that a crash fails one case:
+    /// on a key shared across processes the handler ran under the container's lock and stopped the
+    /// process ("lock re-entered"); on both, an `NSError`'s description (user info in no fixed
+    /// order) made one lasting failure a new report at each write, and each report's write failed
+    /// again: thousands of reports.
+    @Test(arguments: ["shared", "plain"])
+    func aDiagnosticsHandlerThatWritesToTheContainerRunsAfterItsLocks(storage: String) async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let child = try await SinksHelper.launch(["handler-writes", directory.url.path, uniqueKey(), storage])
+        await child.waitForExit()
+        #expect(child.process.terminationStatus == 0)
+        let parts = child.firstLine.split(separator: " ")
+        let reports = parts.count == 4 ? Int(parts[1]) ?? 0 : 0
+        // The first save fails two ways on the shared path (the temporary file, then the directory).
+        #expect((1...2).contains(reports), "\(child.firstLine)")
+        #expect(parts.count == 4 && Int(parts[3]) == 6 + 100 * reports, "\(child.firstLine)")
+    }
+
     // These tests sleep and retry for seconds: each runs on a thread of its own, not the test pool's.
 
     @Test(.enabled(if: canMount, "mounting a small tmpfs to fill needs root; this run is not root"))

@@ -76,8 +76,10 @@ struct CellLedger {
     private(set) var failure: SaveFailure?
     /// Failed attempts in a row, which set the retry delay.
     private(set) var failedSaves = 0
-    /// The failure last reported, so a failure that persists is reported once.
-    private var reportedFailure: String?
+    /// The failures reported since the last save that succeeded, each by its short message (an
+    /// `NSError`'s description lists its user info in no fixed order), so that a failure that
+    /// persists, or two that alternate, are reported once each.
+    private var reportedFailures: Set<String> = []
     /// Counts the writes that may have reached storage, so that a value read from storage is not
     /// written into the cell after a save replaced it.
     private(set) var storeGeneration: UInt64 = 0
@@ -244,20 +246,17 @@ struct CellLedger {
     mutating func saveSucceeded(version: UInt64) {
         savedVersion = max(savedVersion, version)
         failedSaves = 0
-        reportedFailure = nil
+        reportedFailures = []
         failure = nil
         checkInvariants()
     }
 
     /// A write failed (the value's or the records'); returns whether to report it (a failure that
-    /// persists is reported once, not once per retry).
+    /// persists is reported once until a save succeeds, not once per retry).
     mutating func saveFailed(_ error: any Error) -> Bool {
         failure = SaveFailure(error: error)
         failedSaves += 1
-        let description = "\(error)"
-        guard reportedFailure != description else { return false }
-        reportedFailure = description
-        return true
+        return reportedFailures.insert(shortErrorMessage(error)).inserted
     }
 
     /// How long to wait before retrying after failed saves: 0.1 s, doubling, at most 30 s.

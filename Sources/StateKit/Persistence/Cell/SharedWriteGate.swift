@@ -295,7 +295,7 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
             // The cell's own save retries it (taking the key lock), and reports the error.
             staged = nil
             hasFailed = true
-            reports.withLock { $0.append { value.publishSave(error: error) } }
+            publishLater(error, of: value)
         }
     }
 
@@ -350,9 +350,16 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
             return save(representation: representation, data: data)
         } catch {
             hasFailed = true
-            value.publishSave(error: error)
+            publishLater(error, of: value)
             return false
         }
+    }
+
+    /// Publishes a save's outcome (the error, or `nil` once a save succeeds again) after every lock
+    /// is let go: it runs the user's diagnostics handler and Observation's observers, which may
+    /// write to the container.
+    private func publishLater(_ error: (any Error)?, of value: StoredValue<Value>) {
+        reports.withLock { $0.append { value.publishSave(error: error) } }
     }
 
     /// Writes `data`, encoded as `representation`, to the key's file unless it holds it already;
@@ -370,13 +377,13 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
             }
             if hasFailed {
                 hasFailed = false
-                value.publishSave(error: nil)
+                publishLater(nil, of: value)
             }
             return true
         } catch {
             // The cell's own save retries it (taking the key lock), and reports the error.
             hasFailed = true
-            value.publishSave(error: error)
+            publishLater(error, of: value)
             return false
         }
     }
