@@ -25,6 +25,9 @@ import StateKitHTTP
 //     a persisted container in <directory> (shared across processes or not) whose storage breaks
 //     after its first save, written five times with a diagnostics handler that writes to it at
 //     each storage failure reported; prints "reports <count> value <value>" and exits.
+//   statekit-sinks-helper handler-writes-outbox <log> <key> -
+//     the same for a container behind an outbox whose log cannot grow (RLIMIT_FSIZE), with a
+//     handler that writes at each failed append reported.
 //   statekit-sinks-helper outbox-lagging <log> <key> <events>
 //     writes through a DurableOutbox with the default buffer (10,000) to a sink that appends JSON
 //     lines to <events>, lagging: it starts 200 ms late, then takes 1 ms per batch. Prints
@@ -239,6 +242,27 @@ case "handler-writes" where arguments.count == 5:
         state.modify { $0 += 1 }
         state.flush()
     }
+    FileHandle.standardOutput.write(Data("reports \(reports.count) value \(state.value)\n".utf8))
+case "handler-writes-outbox":
+    // A container behind an outbox whose log cannot grow (RLIMIT_FSIZE at its size), written five
+    // times, with a diagnostics handler that writes to it at each failed append reported.
+    let state = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: ClosureSink<Int> { _ in }) }
+    await state.flush()
+    signal(SIGXFSZ, SIG_IGN)
+    var limit = rlimit()
+    getrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
+    limit.rlim_cur = rlim_t((try? FileManager.default.attributesOfItem(atPath: log.path)[.size] as? Int) ?? 0)
+    setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
+    let reports = WriteFailures()
+    StateDiagnostics.handler = { diagnostic in
+        guard diagnostic.kind == .outboxWriteFailed else { return }
+        reports.note()
+        state.modify { $0 += 100 }
+    }
+    for _ in 1...5 { state.modify { $0 += 1 } }
+    await state.flush()
+    // The reports run on another thread, after the writes' locks: give them a moment.
+    try? await Task.sleep(for: .milliseconds(500))
     FileHandle.standardOutput.write(Data("reports \(reports.count) value \(state.value)\n".utf8))
 case "outbox-lagging":
     let sink = LaggingSink(

@@ -33,6 +33,21 @@ import Glibc
         #expect(parts.count == 4 && Int(parts[3]) == 6 + 100 * reports, "\(child.firstLine)")
     }
 
+    /// The same for a failed append to an outbox's log, which is made under the container's lock
+    /// of the write it logs: the report runs after it. Before, the handler's write re-entered the
+    /// lock and stopped the process.
+    @Test func aDiagnosticsHandlerThatWritesWhenTheOutboxCannotAppendRunsAfterTheWrite() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let log = directory.url.appending(path: "state.outbox")
+        try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
+        let child = try await SinksHelper.launch(["handler-writes-outbox", log.path, uniqueKey(), "-"])
+        await child.waitForExit()
+        #expect(child.process.terminationStatus == 0)
+        // One failed append reported while the log cannot grow, whatever it is asked to append.
+        #expect(child.firstLine == "reports 1 value 105")
+    }
+
     // These tests sleep and retry for seconds: each runs on a thread of its own, not the test pool's.
 
     @Test(.enabled(if: canMount, "mounting a small tmpfs to fill needs root; this run is not root"))

@@ -76,6 +76,8 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
     private var loggedAcknowledged: UInt64 = 0
     /// Whether ``repair()`` is scheduled.
     private var isRepairScheduled = false
+    /// Diagnostics made under the lock, reported once it is let go (see ``note(_:_:error:)``).
+    private var unreported: [StateDiagnostic] = []
     private var owner: UInt64 = 0
     private var isOwnerLive = false
     private var forcesEachRecord = false
@@ -117,6 +119,7 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
             return nil
         }
         let log = OutboxLog(fileURL: fileURL, key: key, lockFile: descriptor)
+        defer { log.reportNoted(later: false) }
         return log.recover() ? log : nil
     }
 
@@ -186,6 +189,7 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
             isNewestLogged = false
             return true
         }
+        reportNoted(later: true)
         if isIncomplete { repairSoon() }
     }
 
@@ -233,6 +237,7 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
             }
             return self.isIncomplete
         }
+        reportNoted(later: false)
         if isIncomplete { repairSoon() }
     }
 
@@ -253,6 +258,7 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
             }
             return isIncomplete
         }
+        reportNoted(later: false)
         if needsRepair { repairSoon() }
     }
 
@@ -274,7 +280,7 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
             recordsSinceCompaction += 1
             if isFailing {
                 isFailing = false
-                Self.report(.outboxWriteFailed, key: key, "the log \(fileURL.path) is writable again")
+                note(.outboxWriteFailed, "the log \(fileURL.path) is writable again")
             }
             return offset
         } catch {
@@ -289,8 +295,8 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
             }
             if !isFailing {
                 isFailing = true
-                Self.report(
-                    .outboxWriteFailed, key: key,
+                note(
+                    .outboxWriteFailed,
                     "could not append to the log \(fileURL.path); changes are kept in memory (up to "
                         + "\(Self.unloggedLimit)) until it is writable again, and would not survive a crash",
                     error: error)
@@ -304,8 +310,8 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
         if unlogged.count > Self.unloggedLimit, let oldest = unlogged.keys.min() {
             unlogged[oldest] = nil
             if unwritten.first?.version == oldest { _ = unwritten.popFirst() }
-            Self.report(
-                .sinkDroppedChanges, key: key,
+            note(
+                .sinkDroppedChanges,
                 "the log \(fileURL.path) is not writable and \(Self.unloggedLimit) changes wait in memory; "
                     + "dropped version \(oldest)")
         }
@@ -354,9 +360,17 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
             recordsSinceCompaction = 0
             needsNewline = false
             loggedAcknowledged = lastAcknowledged
+            if isFailing {
+                isFailing = false
+                note(.outboxWriteFailed, "the log \(fileURL.path) is writable again")
+            }
             return true
         } catch {
-            Self.report(.outboxWriteFailed, key: key, "could not rewrite the log \(fileURL.path)", error: error)
+            // Reported once while the log fails, as a failed append is.
+            if !isFailing {
+                isFailing = true
+                note(.outboxWriteFailed, "could not rewrite the log \(fileURL.path)", error: error)
+            }
             return false
         }
     }
@@ -548,9 +562,27 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
             data.append(0x0A)
             return data
         } catch {
-            Self.report(.outboxWriteFailed, key: key, "cannot encode a record for \(fileURL.path)", error: error)
+            note(.outboxWriteFailed, "cannot encode a record for \(fileURL.path)", error: error)
             return nil
         }
+    }
+
+    /// Keeps a diagnostic made under the lock, for ``reportNoted(later:)``: the handler is the
+    /// user's code, and may write to the container whose write is logging.
+    private func note(_ kind: StateDiagnostic.Kind, _ message: String, error: (any Error)? = nil) {
+        unreported.append(StateDiagnostic(kind: kind, keys: [key], message: message, error: error))
+    }
+
+    /// Reports what ``note(_:_:error:)`` kept; `later`, on another thread, for a caller that holds
+    /// a container's lock (``record(_:)``).
+    private func reportNoted(later: Bool) {
+        let diagnostics = lock.withLock {
+            defer { unreported = [] }
+            return unreported
+        }
+        guard !diagnostics.isEmpty else { return }
+        guard later else { return diagnostics.forEach(StateDiagnostics.report) }
+        DispatchQueue.global().async { diagnostics.forEach(StateDiagnostics.report) }
     }
 
     static func report(_ kind: StateDiagnostic.Kind, key: String, _ message: String, error: (any Error)? = nil) {
