@@ -33,11 +33,12 @@ import Foundation
 /// | ``beginSave(version:)``             | —                                     | ``SavePlan``: nothing to do, the standing encode error, or write (the records first, when a mark must precede the value) |
 /// | ``encodeFailed(version:error:)``    | failure kept, not retried             | publish the error                        |
 /// | ``saveSucceeded(version:)``         | saved version; failure cleared        | store the records an agreement now covers |
-/// | ``saveFailed(_:)``                  | failure kept; one more failed attempt | publish; report once per distinct error; retry later |
+/// | ``saveFailed(_:)``                  | failure kept; one more failed attempt | publish; report each distinct error once until a save succeeds; retry later |
 /// | ``agreed(_:base:validator:atVersion:)`` | the record agreed, unsent if a local change came after | store the records (after the value, for a cell that saves it) |
 /// | ``recordsStored(_:)``               | storage holds those records           | none                                     |
 /// | ``tookOverSending(_:)``             | the previous sender's records, unsent | none                                     |
 /// | ``sending(_:data:)``                | the record notes the value being sent | store the records, before the send        |
+/// | ``loggedUndelivered(_:throughVersion:)`` | the record unsent (its outbox logged what it did not deliver) | store the records |
 ///
 /// The rule that keeps a kill -9 at any moment safe: storage never holds a record that says
 /// "agreed" on a value storage does not hold. ``recordsToStore()`` gives a destination's agreed

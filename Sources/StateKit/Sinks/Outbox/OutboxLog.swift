@@ -171,7 +171,7 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
 
     /// Appends `change`; called under the container's lock, in version order.
     func record(_ change: StateChange<Value>) {
-        let isIncomplete = lock.withLock {
+        let isWhole = lock.withLock {
             lastRecorded = change.version
             guard let line = encode(LogRecord(change: change)) else {
                 newest = (change, Data())
@@ -182,15 +182,16 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
             if let handle, appendUnwritten(to: handle), let offset = append(line, to: handle) {
                 positions.append(Position(version: change.version, offset: offset))
                 isNewestLogged = true
-                return false
+                return unreported.isEmpty
             }
             keepUnlogged(change)
             unwritten.append((change.version, line))
             isNewestLogged = false
-            return true
+            return false
         }
+        guard !isWhole else { return }
         reportNoted(later: true)
-        if isIncomplete { repairSoon() }
+        if lock.withLock({ isIncomplete }) { repairSoon() }
     }
 
     /// Appends the changes whose append failed, in order; returns whether none is left.

@@ -1,5 +1,7 @@
 // The sinks that wrap another stay remote-sync sinks when it is one: declared here, with the
-// protocol, so that Sinks/ names nothing of Sync/.
+// protocol, so that the wrappers' own files need not know it. (Sinks/ still names it twice:
+// DurableOutbox does not send remote changes back to a remote-sync sink, and SinkStatistics
+// documents its first contact.)
 
 /// A named remote-sync sink is one too: its container connects the base sink.
 extension NamedSink: RemoteSyncSink where Base: RemoteSyncSink {
