@@ -469,6 +469,10 @@ import FoundationNetworking
                 await state.flush()
             }
             await eventually("the offline launch's sink to stop") { releasedNetwork == nil }
+            // (Once in a loaded run the relaunch started from teal: was orange ever logged?)
+            #expect(
+                (try? String(contentsOf: outbox, encoding: .utf8))?.contains("orange") == true,
+                "\(DiagnosticsRecorder.diagnostics(involving: key))")
 
             // The container keeps no value of its own: it starts from the newest change its outbox
             // logged, and the outbox delivers it on the ETag remembered beside the log. Before,
