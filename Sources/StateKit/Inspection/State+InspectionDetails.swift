@@ -24,7 +24,8 @@ extension MonitoredState where Value: Sendable {
                         loadError: persistence?.status.loadError,
                         saveError: persistence?.status.saveError,
                         syncStatus: pipelines.isEmpty
-                            ? nil : SyncStatus(pipelines.map(\.statusSnapshot), saveError: persistence?.status.saveError))
+                            ? nil
+                            : SyncStatus(pipelines.map(\.statusSnapshot), saveError: persistence?.status.saveError))
                 }
             }
         }

@@ -548,7 +548,8 @@ import FoundationNetworking
             decoder.dateDecodingStrategy = .iso8601
             let lines = try Data(contentsOf: outbox).split(separator: 0x0A)
             let teal = try #require(
-                lines.compactMap { try? decoder.decode([String: StateChange<Paint>].self, from: Data($0))["change"] }.last)
+                lines.compactMap { try? decoder.decode([String: StateChange<Paint>].self, from: Data($0))["change"] }
+                    .last)
             let orange = StateChange(
                 key: key, oldValue: Self.teal, newValue: Self.orange, version: teal.version + 1, timestamp: Date(),
                 instance: teal.instance)

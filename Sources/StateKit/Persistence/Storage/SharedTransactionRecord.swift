@@ -66,7 +66,8 @@ struct SharedTransactionRecord: Codable {
     func commit(holding locks: [String: SharedKeyLock], afterFirstReplace: (() -> Void)? = nil) throws {
         let data = try JSONEncoder().encode(self)
         for directory in directories {
-            try FileReplacement.writeWhole(data, toPath: directory + "/" + Self.fileName(id: id), exclusive: false, durably: true)
+            try FileReplacement.writeWhole(
+                data, toPath: directory + "/" + Self.fileName(id: id), exclusive: false, durably: true)
             FileReplacement.synchronize(directory)
         }
         for write in writes { try locks[write.lock]?.markPendingTransaction(id, durably: true) }
@@ -114,7 +115,9 @@ struct SharedTransactionRecord: Codable {
             guard let lock = byPath[write.lock], lock.pendingTransaction == id else { continue }
             _ = lock.advanceGeneration()
             // A failure leaves the mark: the next holder tries again.
-            guard (try? FileReplacement.replace(write.file, with: write.bytes, durably: false)) != nil else { return false }
+            guard (try? FileReplacement.replace(write.file, with: write.bytes, durably: false)) != nil else {
+                return false
+            }
         }
         record.finish(holding: locks)
         return true

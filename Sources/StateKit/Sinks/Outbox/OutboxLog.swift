@@ -230,7 +230,8 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
             } else if let handle, appendUnwritten(to: handle) {
                 if lastAcknowledged >= lastRecorded && !isNewestLogged {
                     _ = compactLocked()
-                } else if loggedAcknowledged < lastAcknowledged, let line = encode(LogRecord(acknowledged: lastAcknowledged)),
+                } else if loggedAcknowledged < lastAcknowledged,
+                    let line = encode(LogRecord(acknowledged: lastAcknowledged)),
                     append(line, to: handle) != nil
                 {
                     loggedAcknowledged = lastAcknowledged

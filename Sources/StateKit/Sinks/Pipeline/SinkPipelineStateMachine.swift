@@ -42,6 +42,13 @@ struct SinkPipelineStateMachine<Value: Sendable> {
         case idle, sending, backingOff, paused, stopped
     }
 
+    /// A flush waiting for the loads of the destination's value (``addLoadWaiter(id:waitsThroughFailures:_:)``).
+    struct LoadWaiter {
+        var id: UInt64
+        var waitsThroughFailures: Bool
+        var continuation: CheckedContinuation<Void, Never>
+    }
+
     struct FlushWaiter {
         var id: UInt64
         var target: UInt64
@@ -99,8 +106,7 @@ struct SinkPipelineStateMachine<Value: Sendable> {
     private var loadsInFlight = 0
     /// Whether a load failed and is to be tried again: flushes that wait through failures wait for it.
     private var isLoadRetryDue = false
-    private var loadWaiters: [(id: UInt64, waitsThroughFailures: Bool, continuation: CheckedContinuation<Void, Never>)] =
-        []
+    private var loadWaiters: [LoadWaiter] = []
     /// Whether ``SinkStatistics/lastError`` came from a failed load, not from a send: the next
     /// load that succeeds clears it, as a send that succeeds clears any.
     private var isLoadError = false
@@ -439,7 +445,7 @@ struct SinkPipelineStateMachine<Value: Sendable> {
         id: UInt64, waitsThroughFailures: Bool, _ continuation: CheckedContinuation<Void, Never>
     ) -> Bool {
         guard loadsInFlight > 0 || (waitsThroughFailures && isLoadRetryDue), phase != .stopped else { return false }
-        loadWaiters.append((id, waitsThroughFailures, continuation))
+        loadWaiters.append(LoadWaiter(id: id, waitsThroughFailures: waitsThroughFailures, continuation: continuation))
         return true
     }
 
