@@ -16,6 +16,11 @@ final class CancellableSleep: @unchecked Sendable {
     /// Whether the sleep ended: the timer fired or the task was cancelled, perhaps before it began.
     private var hasEnded = false
 
+    /// The queue the timers fire on: a serial queue of StateKit's own, so that a sleep ends on
+    /// time even while the app's global queues are busy (threads blocked there delayed a sink's
+    /// batching interval by a minute in a loaded test run). Its handlers only resume a task.
+    private static let timers = DispatchQueue(label: "StateKit.CancellableSleep")
+
     private init() {}
 
     /// Returns after `duration`, or as soon as the calling task is cancelled or the sleep, handed
@@ -42,7 +47,7 @@ final class CancellableSleep: @unchecked Sendable {
         self.continuation = continuation
         // Made under the lock, and only when it will be resumed: Dispatch traps when a source
         // that was never resumed is released.
-        let timer = DispatchSource.makeTimerSource(queue: .global())
+        let timer = DispatchSource.makeTimerSource(queue: Self.timers)
         timer.schedule(deadline: .now() + duration.inSeconds)
         timer.setEventHandler { [weak self] in self?.wake() }
         self.timer = timer

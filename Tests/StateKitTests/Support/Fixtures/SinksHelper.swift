@@ -31,8 +31,10 @@ struct SinksHelper {
         }
         DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
         defer { watchdog.cancel() }
+        // Read on a thread of its own: a blocking read on a global queue's thread, one per child
+        // running, starves the timers other tests and StateKit schedule there.
         let (line, readAhead) = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
+            Thread {
                 var data = Data()
                 while !data.contains(0x0A) {
                     let chunk = output.fileHandleForReading.availableData
@@ -42,7 +44,7 @@ struct SinksHelper {
                 let end = data.firstIndex(of: 0x0A) ?? data.endIndex
                 let rest = end < data.endIndex ? data[data.index(after: end)...] : Data()
                 continuation.resume(returning: (String(decoding: data[..<end], as: UTF8.self), Data(rest)))
-            }
+            }.start()
         }
         return SinksHelper(
             process: process, firstLine: line.trimmingCharacters(in: .whitespacesAndNewlines), errors: errors,
@@ -61,10 +63,10 @@ struct SinksHelper {
 
     func waitForExit(seconds: Double = 60, sourceLocation: SourceLocation = #_sourceLocation) async {
         await bounded("the sinks helper to exit", seconds: seconds, sourceLocation: sourceLocation) { resumer in
-            DispatchQueue.global().async {
+            Thread {
                 process.waitUntilExit()
                 resumer.resume()
-            }
+            }.start()
         }
     }
 
