@@ -167,24 +167,26 @@ final class FaultyStorage: StateStorage, @unchecked Sendable {
         #expect(names.isSuperset(of: [live] + unrelated))
     }
 
-    @Test func killedWritersLeaveNoTemporaryFilesOnceTheStorageIsUsedAgain() throws {
-        let directory = TemporaryDirectory()
-        defer { directory.cleanUp() }
-        let key = uniqueKey()
-        var leftBehind = 0
-        for _ in 0..<20 {
-            let writer = try TestHelperProcess(["write-loop", directory.url.path, key])
-            #expect(writer.nextLine(startingWith: "flushed") != nil)
-            writer.kill()
+    @Test func killedWritersLeaveNoTemporaryFilesOnceTheStorageIsUsedAgain() async throws {
+        try await offThePool {
+            let directory = TemporaryDirectory()
+            defer { directory.cleanUp() }
+            let key = uniqueKey()
+            var leftBehind = 0
+            for _ in 0..<20 {
+                let writer = try TestHelperProcess(["write-loop", directory.url.path, key])
+                #expect(writer.nextLine(startingWith: "flushed") != nil)
+                writer.kill()
+                let names = try FileManager.default.contentsOfDirectory(atPath: directory.url.path)
+                leftBehind += names.filter { $0.contains(".tmp-") }.count
+            }
+            _ = PersistedState([Int](), key: key, storage: .file(directory.url))
             let names = try FileManager.default.contentsOfDirectory(atPath: directory.url.path)
-            leftBehind += names.filter { $0.contains(".tmp-") }.count
+            print(
+                "20 writers killed with kill -9 mid-write: \(leftBehind) temporary files seen, \(names.count - 1) left after the next use"
+            )
+            #expect(names == ["\(key).json"])
         }
-        _ = PersistedState([Int](), key: key, storage: .file(directory.url))
-        let names = try FileManager.default.contentsOfDirectory(atPath: directory.url.path)
-        print(
-            "20 writers killed with kill -9 mid-write: \(leftBehind) temporary files seen, \(names.count - 1) left after the next use"
-        )
-        #expect(names == ["\(key).json"])
     }
 
     @Test func aCorruptUserDefaultsFileIsReportedAndKeptAside() throws {

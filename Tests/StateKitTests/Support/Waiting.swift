@@ -60,6 +60,12 @@ func awayFromThePool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> 
     }
 }
 
+/// Runs `body`, which may throw, as ``awayFromThePool(_:)`` does: for a test that blocks on
+/// child processes, which would otherwise hold one of the pool's two threads meanwhile.
+func offThePool(_ body: @escaping @Sendable () throws -> Void) async throws {
+    try await awayFromThePool { Result { try body() } }.get()
+}
+
 /// Runs `body` as ``awayFromThePool(_:)`` does, one such run at a time in the test process.
 ///
 /// For tests that start threads contending for a container: run together, a dozen of them

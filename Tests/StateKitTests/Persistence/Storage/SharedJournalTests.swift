@@ -115,27 +115,29 @@ import Darwin
         #expect(count.value == 50)
     }
 
-    @Test func readerFurtherBehindThanTheBacklogGetsOneChangeAndADiagnostic() throws {
-        let directory = TemporaryDirectory()
-        defer { directory.cleanUp() }
-        let key = uniqueKey()
-        let reader = try start(["shared-subscribe-changes", directory.url.path, key])
-        #expect(reader.nextLine() == "ready")
-        kill(reader.process.processIdentifier, SIGSTOP)
-        try increment(1, by: 5_000, directory.url, key)
-        kill(reader.process.processIdentifier, SIGCONT)
-        #expect(reader.nextLine(startingWith: "diagnostic")?.hasPrefix("diagnostic changes-missed") == true)
-        #expect(reader.nextLine(startingWith: "change") == "change 0 5000 external")
-        // Nothing else arrives: the next write is the next change.
-        try increment(1, by: 1, directory.url, key)
-        #expect(reader.nextLine(startingWith: "change") == "change 5000 5001 external")
-        reader.send("count")
-        #expect(reader.nextLine(startingWith: "count") == "count 2")
-        reader.kill()
-        // The journal is bounded: at most twice the backlog.
-        let journal = SharedKeyJournal(forFileAt: shared(directory).fileURL(forKey: key).path)
-        let size = try FileManager.default.attributesOfItem(atPath: journal.path)[.size] as? Int ?? 0
-        #expect(size < 2 * 1_000 * (20 + 5) + 12)
+    @Test func readerFurtherBehindThanTheBacklogGetsOneChangeAndADiagnostic() async throws {
+        try await offThePool {
+            let directory = TemporaryDirectory()
+            defer { directory.cleanUp() }
+            let key = uniqueKey()
+            let reader = try start(["shared-subscribe-changes", directory.url.path, key])
+            #expect(reader.nextLine() == "ready")
+            kill(reader.process.processIdentifier, SIGSTOP)
+            try increment(1, by: 5_000, directory.url, key)
+            kill(reader.process.processIdentifier, SIGCONT)
+            #expect(reader.nextLine(startingWith: "diagnostic")?.hasPrefix("diagnostic changes-missed") == true)
+            #expect(reader.nextLine(startingWith: "change") == "change 0 5000 external")
+            // Nothing else arrives: the next write is the next change.
+            try increment(1, by: 1, directory.url, key)
+            #expect(reader.nextLine(startingWith: "change") == "change 5000 5001 external")
+            reader.send("count")
+            #expect(reader.nextLine(startingWith: "count") == "count 2")
+            reader.kill()
+            // The journal is bounded: at most twice the backlog.
+            let journal = SharedKeyJournal(forFileAt: shared(directory).fileURL(forKey: key).path)
+            let size = try FileManager.default.attributesOfItem(atPath: journal.path)[.size] as? Int ?? 0
+            #expect(size < 2 * 1_000 * (20 + 5) + 12)
+        }
     }
 
     /// A writer killed in the middle of its journal append leaves a torn tail (here: garbage, with
