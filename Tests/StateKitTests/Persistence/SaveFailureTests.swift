@@ -24,8 +24,7 @@ import Glibc
         let directory = TemporaryDirectory()
         defer { directory.cleanUp() }
         let child = try await SinksHelper.launch(["handler-writes", directory.url.path, uniqueKey(), storage])
-        await child.waitForExit()
-        #expect(child.process.terminationStatus == 0)
+        #expect(await child.exitStatus() == 0)
         let parts = child.firstLine.split(separator: " ")
         let reports = parts.count == 4 ? Int(parts[1]) ?? 0 : 0
         // The first save fails two ways on the shared path (the temporary file, then the directory).
@@ -42,8 +41,7 @@ import Glibc
         let log = directory.url.appending(path: "state.outbox")
         try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
         let child = try await SinksHelper.launch(["handler-writes-outbox", log.path, uniqueKey(), "-"])
-        await child.waitForExit()
-        #expect(child.process.terminationStatus == 0)
+        #expect(await child.exitStatus() == 0)
         // One failed append reported while the log cannot grow, whatever it is asked to append.
         #expect(child.firstLine == "reports 1 value 105")
     }

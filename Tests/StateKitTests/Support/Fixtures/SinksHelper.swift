@@ -61,6 +61,17 @@ struct SinksHelper {
         await waitForExit()
     }
 
+    /// Waits (bounded) for the child to exit and returns its exit status; a child still running
+    /// then is killed, and `nil` returned (reading a running process's status stops the tests).
+    func exitStatus(within seconds: Double = 60, sourceLocation: SourceLocation = #_sourceLocation) async -> Int32? {
+        await waitForExit(seconds: seconds, sourceLocation: sourceLocation)
+        guard !process.isRunning else {
+            await kill()
+            return nil
+        }
+        return process.terminationStatus
+    }
+
     func waitForExit(seconds: Double = 60, sourceLocation: SourceLocation = #_sourceLocation) async {
         await bounded("the sinks helper to exit", seconds: seconds, sourceLocation: sourceLocation) { resumer in
             Thread {
