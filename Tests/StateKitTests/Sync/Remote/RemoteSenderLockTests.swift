@@ -101,8 +101,7 @@ import Glibc
             switch handover {
             case .exit:
                 #expect(FileManager.default.createFile(atPath: file("stop-a"), contents: nil))
-                await children["a"]?.waitForExit()
-                #expect(children["a"]?.process.terminationStatus == 0)
+                #expect(await children["a"]?.exitStatus() == 0)
             case .kill:
                 await children["a"]?.kill()
             case .killAfterTheOthersCounted:
