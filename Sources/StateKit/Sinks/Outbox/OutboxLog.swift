@@ -200,6 +200,7 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
             guard let offset = append(line, to: handle) else { return false }
             positions.append(Position(version: version, offset: offset))
             unlogged[version] = nil
+            if version == newest?.change.version { isNewestLogged = true }
             _ = unwritten.popFirst()
         }
         return true
