@@ -166,10 +166,10 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
     /// A record that says a value was being sent (the previous launch, or across processes the
     /// previous sender, stopped while sending): when the server holds what it was sending, that is
     /// the base now, under the server's `ETag`, so the next write is not refused for a validator
-    /// that only this key's own writes moved, and no conflict is made of the cell's own write. When it holds the first
-    /// bytes of it and no more (a server that keeps what it got of a PUT whose client was killed),
-    /// those bytes are the key's own write cut short: the next write replaces them, on the base
-    /// the record agreed.
+    /// that only this key's own writes moved, and no conflict is made of the cell's own write.
+    /// When it holds the first bytes of it and no more (a server that keeps what it got of a PUT
+    /// whose client was killed), those bytes are the key's own write cut short: the next write
+    /// replaces them, on the base the record agreed.
     private func checkTakenOverSend() async throws {
         guard let sending = takenOverSending else { return }
         switch try await read(conditional: true) {
