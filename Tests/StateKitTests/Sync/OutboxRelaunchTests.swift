@@ -71,7 +71,11 @@ import FoundationNetworking
             #expect(held == state.value, "diverged: the server holds \(held ?? -1), the container \(state.value)")
             #expect(held != 0, "the default value reached the server")
             #expect((held ?? 0) >= heldAtTheKill)
-            if policy == .clientWins { #expect(held == restored) }
+            // Nothing of this key's own changes is a conflict: under .serverWins too, the newest
+            // value the relaunch started from wins, and nothing is reported discarded (semantics 27).
+            #expect(held == restored, "the relaunch started from \(restored); the server holds \(held ?? -1)")
+            let discarded = DiagnosticsRecorder.diagnostics(involving: key).filter { $0.kind == .localChangesDiscarded }
+            #expect(discarded.isEmpty, "\(discarded)")
             if persisted {
                 let stored = try #require(try FileStateStorage.file(storage).load(forKey: key))
                 #expect(try JSONDecoder().decode(Int.self, from: stored) == state.value, "storage diverged")
