@@ -17,39 +17,20 @@ import Darwin
 @Suite(.timeLimit(.minutes(3))) struct SharedAcrossProcessesTests {
     init() { DiagnosticsRecorder.start() }
 
-    /// How long a child may take to answer before the test kills it and fails.
-    private let childBound: Double = isThreadSanitized ? 240 : 120
-
-    /// Starts the helper with `command`, killed if it still runs after ``childBound``.
+    /// Starts the helper with `command` (``TestHelperProcess/watched(_:)``).
     private func start(_ command: String, _ directory: TemporaryDirectory, _ key: String, _ more: String...) throws
         -> TestHelperProcess
     {
-        let child = try TestHelperProcess([command, directory.url.path, key] + more)
-        killLater(child)
-        return child
+        try TestHelperProcess.watched([command, directory.url.path, key] + more)
     }
 
-    /// Kills `child` if it still runs after ``childBound``, so that a test waiting for its output
-    /// fails instead of hanging.
-    private func killLater(_ child: TestHelperProcess) {
-        let watchdog = DispatchWorkItem { if child.process.isRunning { child.kill() } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + childBound, execute: watchdog)
-    }
-
-    /// Starts `count` children with `command`, waits until each is ready, and lets them all go at
-    /// once.
+    /// Starts `count` children with `command`, and lets them all go at once
+    /// (``TestHelperProcess/startTogether(_:sourceLocation:_:)``).
     private func startTogether(
         _ count: Int, _ command: String, _ directory: TemporaryDirectory, _ key: String,
         arguments: (Int) -> [String]
     ) throws -> [TestHelperProcess] {
-        let children = try (0..<count).map { index in
-            let child = try TestHelperProcess([command, directory.url.path, key] + arguments(index))
-            killLater(child)
-            return child
-        }
-        for child in children { #expect(child.nextLine() == "ready") }
-        for child in children { child.send("go") }
-        return children
+        try TestHelperProcess.startTogether(count) { [command, directory.url.path, key] + arguments($0) }
     }
 
     private func shared(_ directory: TemporaryDirectory) -> FileStateStorage {

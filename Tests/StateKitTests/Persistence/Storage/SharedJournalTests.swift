@@ -16,23 +16,11 @@ import Darwin
 @Suite(.contendingTimeLimit) struct SharedJournalTests {
     init() { DiagnosticsRecorder.start() }
 
-    /// How long a child may take to answer before the test kills it and fails.
-    private let childBound: Double = isThreadSanitized ? 240 : 120
-
-    private func start(_ arguments: [String]) throws -> TestHelperProcess {
-        let child = try TestHelperProcess(arguments)
-        let watchdog = DispatchWorkItem { if child.process.isRunning { child.kill() } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + childBound, execute: watchdog)
-        return child
-    }
-
     /// Runs `shared-increment` children adding `count` each, all at once, until they are done.
     private func increment(_ processes: Int, by count: Int, _ directory: URL, _ key: String) throws {
-        let children = try (0..<processes).map { _ in
-            try start(["shared-increment", directory.path, key, String(count)])
+        let children = try TestHelperProcess.startTogether(processes) { _ in
+            ["shared-increment", directory.path, key, String(count)]
         }
-        for child in children { #expect(child.nextLine() == "ready") }
-        for child in children { child.send("go") }
         for child in children {
             #expect(child.nextLine(startingWith: "done") != nil)
             child.process.waitUntilExit()
@@ -93,7 +81,7 @@ import Darwin
             wrote.signal()
         }.start()
         try increment(4, by: 25, url, key)
-        #expect(wrote.wait(timeout: .now() + childBound) == .success)
+        #expect(wrote.wait(timeout: .now() + TestHelperProcess.bound) == .success)
         await waitFor(200, changes)
         let received = changes.all
         #expect(received.map(\.oldValue) == Array(0..<200))
@@ -120,7 +108,7 @@ import Darwin
             let directory = TemporaryDirectory()
             defer { directory.cleanUp() }
             let key = uniqueKey()
-            let reader = try start(["shared-subscribe-changes", directory.url.path, key])
+            let reader = try TestHelperProcess.watched(["shared-subscribe-changes", directory.url.path, key])
             #expect(reader.nextLine() == "ready")
             kill(reader.process.processIdentifier, SIGSTOP)
             try increment(1, by: 5_000, directory.url, key)

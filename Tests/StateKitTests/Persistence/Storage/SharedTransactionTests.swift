@@ -13,23 +13,12 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(3))) struct SharedTransactionTests {
     init() { DiagnosticsRecorder.start() }
 
-    /// How long a child may take to answer before the test kills it and fails.
-    private let childBound: Double = isThreadSanitized ? 240 : 120
-
-    /// Starts `count` children with `command` and the two keys, killed if they still run after
-    /// ``childBound``; waits until each is ready, and lets them all go at once.
+    /// Starts `count` children with `command` and the two keys, and lets them all go at once
+    /// (``TestHelperProcess/startTogether(_:sourceLocation:_:)``).
     private func startTogether(
         _ count: Int, _ command: String, _ directory: TemporaryDirectory, _ keys: (String, String), _ more: String...
     ) throws -> [TestHelperProcess] {
-        let children = try (0..<count).map { _ in
-            let child = try TestHelperProcess([command, directory.url.path, keys.0, keys.1] + more)
-            let watchdog = DispatchWorkItem { if child.process.isRunning { child.kill() } }
-            DispatchQueue.global().asyncAfter(deadline: .now() + childBound, execute: watchdog)
-            return child
-        }
-        for child in children { #expect(child.nextLine() == "ready") }
-        for child in children { child.send("go") }
-        return children
+        try TestHelperProcess.startTogether(count) { _ in [command, directory.url.path, keys.0, keys.1] + more }
     }
 
     private func shared(_ directory: TemporaryDirectory) -> FileStateStorage {

@@ -47,6 +47,34 @@ final class TestHelperProcess {
         try process.run()
     }
 
+    /// How long a child of a cross-process test may take before it is killed and the test fails.
+    static let bound: Double = isThreadSanitized ? 240 : 120
+
+    /// Starts the helper with `arguments`, killed if it still runs after ``bound``: a test waiting
+    /// for its output then fails instead of hanging.
+    static func watched(_ arguments: [String]) throws -> TestHelperProcess {
+        let child = try TestHelperProcess(arguments)
+        child.killIfRunning(after: bound)
+        return child
+    }
+
+    /// Starts `count` children (``watched(_:)``), child `index` with `arguments(index)`, waits
+    /// until each printed "ready", and lets them all go at once.
+    static func startTogether(
+        _ count: Int, sourceLocation: SourceLocation = #_sourceLocation, _ arguments: (Int) -> [String]
+    ) throws -> [TestHelperProcess] {
+        let children = try (0..<count).map { try watched(arguments($0)) }
+        for child in children { #expect(child.nextLine() == "ready", sourceLocation: sourceLocation) }
+        for child in children { child.send("go") }
+        return children
+    }
+
+    /// Kills the child if it still runs after `seconds`.
+    func killIfRunning(after seconds: Double) {
+        let watchdog = DispatchWorkItem { [self] in if process.isRunning { kill() } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: watchdog)
+    }
+
     /// Writes `text` and a newline to the child's standard input.
     func send(_ text: String) {
         input.fileHandleForWriting.write(Data((text + "\n").utf8))
