@@ -43,8 +43,19 @@ enum FileReplacement {
     /// Replaces the file at `path` with `data` in one step: a hidden temporary file beside it,
     /// forced to disk first if `durably`, renamed over it.
     static func replace(_ path: String, with data: Data, durably: Bool) throws {
-        let slash = path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.startIndex
-        let temporary = String(path[..<slash]) + ".\(path[slash...]).tmp-\(getpid())-\(UUID().uuidString)"
+        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else {
+            return try replace(path, in: ".", with: data, durably: durably)
+        }
+        try replace(
+            String(path[path.utf8.index(after: slash)...]), in: String(path[..<slash]), with: data, durably: durably)
+    }
+
+    /// Replaces the file `name` in `directory` with `data`, as ``replace(_:with:durably:)`` does;
+    /// for the hot path of keys shared across processes, which knows both parts (joining strings
+    /// costs less than splitting a path).
+    static func replace(_ name: String, in directory: String, with data: Data, durably: Bool) throws {
+        let path = directory + "/" + name
+        let temporary = directory + "/." + name + ".tmp-\(getpid())-\(UUID().uuidString)"
         try writeWhole(data, toPath: temporary, durably: durably)
         guard rename(temporary, path) == 0 else {
             let error = currentError()

@@ -153,12 +153,12 @@ public struct FileStateStorage: StateStorage {
     ///
     /// - Parameter fileName: The key's file name, ``fileName(forKey:)``.
     func replace(_ data: Data, fileName: String) throws {
-        let destination = directory.path + "/" + fileName
+        let directoryPath = directory.path
         do {
-            try FileReplacement.replace(destination, with: data, durably: false)
+            try FileReplacement.replace(fileName, in: directoryPath, with: data, durably: false)
         } catch let error as POSIXError where error.code == .ENOENT {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            try FileReplacement.replace(destination, with: data, durably: false)
+            try FileReplacement.replace(fileName, in: directoryPath, with: data, durably: false)
         }
     }
 
