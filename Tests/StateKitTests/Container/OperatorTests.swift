@@ -25,13 +25,13 @@ private func tripled(_ value: Int) -> Int { value * 3 }
         #expect(count.value == 11)
     }
 
-    @Test func closureOperatorIsOneAtomicChange() {
+    @Test(.contendingTimeLimit) func closureOperatorIsOneAtomicChange() async {
         let cart = MonitoredState([String](), key: uniqueKey())
         cart ~> { $0.append("apple") }
         cart ~> { $0.append("pear") }
         #expect(cart.value == ["apple", "pear"])
         #expect(cart.version == 2)
-        onThreads(4) { _ in
+        await onThreads(4) { _ in
             for _ in 0..<500 { cart ~> { $0.append("x") } }
         }
         #expect(cart.value.count == 2_002)

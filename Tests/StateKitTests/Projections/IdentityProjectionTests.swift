@@ -78,9 +78,9 @@ import Testing
         recorders.forEach { $0.cancel() }
     }
 
-    @Test func deletingRowsWhileAnotherThreadWritesThroughTheirProjectionsNeverTraps() {
+    @Test(.contendingTimeLimit) func deletingRowsWhileAnotherThreadWritesThroughTheirProjectionsNeverTraps() async {
         let rows = MonitoredState((0..<200).map { Item(id: $0, title: "row \($0)") }, key: uniqueKey())
-        onThreads(2) { thread in
+        await onThreads(2) { thread in
             for id in 0..<200 {
                 if thread == 0 {
                     rows.modify { $0.removeAll { $0.id == id } }

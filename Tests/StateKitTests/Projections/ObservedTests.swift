@@ -100,15 +100,15 @@ struct Counted: Equatable, Sendable {
         subscription.cancel()
     }
 
-    @Test func projectionModifyIsAtomicUnderContention() {
+    @Test(.contendingTimeLimit) func projectionModifyIsAtomicUnderContention() async {
         let app = MonitoredState(AppModel(), key: uniqueKey())
         let age = app.user.age
         let seen = Collector<Int>()
         let subscription = age.subscribe { seen.append($0) }
-        onThreads(4) { _ in
+        await onThreads(4) { _ in
             for _ in 0..<2_000 { age.modify { $0 += 1 } }
         }
-        waitUntilDelivered(app)
+        await waitUntilDelivered(app)
         #expect(app.value.user.age == 8_030)
         #expect(app.version == 8_000)
         #expect(seen.all == Array(30...8_030))

@@ -43,7 +43,7 @@ final class QueueListener: StateListener, @unchecked Sendable {
         subscription.cancel()
     }
 
-    @Test func subscribersSeeVersionsInOrderUnderConcurrentWritersAndEndOnCurrentValue() {
+    @Test(.contendingTimeLimit) func subscribersSeeVersionsInOrderUnderConcurrentWritersAndEndOnCurrentValue() async {
         let state = MonitoredState(0, key: uniqueKey())
         let versionsA = Collector<UInt64>()
         let versionsB = Collector<UInt64>()
@@ -53,10 +53,10 @@ final class QueueListener: StateListener, @unchecked Sendable {
             state.subscribeChanges { versionsB.append($0.version) },
             state.subscribe { lastValue.append($0) },
         ]
-        onThreads(4) { _ in
+        await onThreads(4) { _ in
             for _ in 0..<5_000 { state.modify { $0 += 1 } }
         }
-        waitUntilDelivered(state)
+        await waitUntilDelivered(state)
         let expected = Array(UInt64(1)...20_000)
         #expect(versionsA.all == expected)
         #expect(versionsB.all == expected)
@@ -65,14 +65,14 @@ final class QueueListener: StateListener, @unchecked Sendable {
         subscriptions.forEach { $0.cancel() }
     }
 
-    @Test func concurrentAssignmentsEndWithEverySubscriberOnCurrentValue() {
+    @Test(.contendingTimeLimit) func concurrentAssignmentsEndWithEverySubscriberOnCurrentValue() async {
         let state = MonitoredState(0, key: uniqueKey())
         let seen = Collector<Int>()
         let subscription = state.subscribe { seen.append($0) }
-        onThreads(4) { thread in
+        await onThreads(4) { thread in
             for round in 0..<2_000 { state.modify(thread * 10_000 + round) }
         }
-        waitUntilDelivered(state)
+        await waitUntilDelivered(state)
         #expect(seen.all.last == state.value)
         subscription.cancel()
     }
@@ -97,22 +97,22 @@ final class QueueListener: StateListener, @unchecked Sendable {
         second.cancel()
     }
 
-    @Test func handlerMayReadAndWriteAnotherContainerWithoutDeadlock() {
+    @Test(.contendingTimeLimit) func handlerMayReadAndWriteAnotherContainerWithoutDeadlock() async {
         let source = MonitoredState(0, key: uniqueKey())
         let doubled = MonitoredState(0, key: uniqueKey())
         let link = source.subscribe { value in
             _ = source.value
             doubled.modify(value * 2)
         }
-        onThreads(2) { _ in
+        await onThreads(2) { _ in
             for _ in 0..<1_000 { source.modify { $0 += 1 } }
         }
-        waitUntilDelivered(source)
+        await waitUntilDelivered(source)
         #expect(doubled.value == 4_000)
         link.cancel()
     }
 
-    @Test func chainOf10000HandlerTriggeredWritesDoesNotGrowTheStack() {
+    @Test(.contendingTimeLimit) func chainOf10000HandlerTriggeredWritesDoesNotGrowTheStack() async {
         let state = MonitoredState(0, key: uniqueKey())
         let containers = (0..<10_000).map { MonitoredState(0, key: "chain-\($0)-\(uniqueKey())") }
         let calls = Collector<Int>()
@@ -126,7 +126,7 @@ final class QueueListener: StateListener, @unchecked Sendable {
             let next = containers[index + 1]
             subscriptions.append(containers[index].subscribe { if $0 > 0 { next.modify($0 + 1) } })
         }
-        onThreads(1, stackSize: 256 * 1024) { _ in
+        await onThreads(1, stackSize: 256 * 1024) { _ in
             state.modify(1)
             containers[0].modify(1)
         }

@@ -10,7 +10,7 @@ import Testing
 @Suite struct OneCellPerKeyTests {
     init() { DiagnosticsRecorder.start() }
 
-    @Test func incrementsThroughTwoFileContainersAreAllKept() {
+    @Test(.contendingTimeLimit) func incrementsThroughTwoFileContainersAreAllKept() async {
         let directory = TemporaryDirectory()
         defer { directory.cleanUp() }
         let key = uniqueKey()
@@ -18,7 +18,7 @@ import Testing
             PersistedState(0, key: key, storage: .file(directory.url)),
             PersistedState(0, key: key, storage: .file(directory.url)),
         ]
-        onThreads(4) { index in
+        await onThreads(4) { index in
             for _ in 0..<2_500 { containers[index % 2].modify { $0 += 1 } }
         }
         #expect(containers[0].value == 10_000)
@@ -29,7 +29,7 @@ import Testing
         #expect(reopened.value == 10_000)
     }
 
-    @Test func incrementsThroughEveryKindOfContainerOnOneSuiteAreAllKept() {
+    @Test(.contendingTimeLimit) func incrementsThroughEveryKindOfContainerOnOneSuiteAreAllKept() async {
         let suite = "statekit.cell.\(UUID().uuidString)"
         let defaults = UserDefaults(suiteName: suite)!
         defer { defaults.removePersistentDomain(forName: suite) }
@@ -38,7 +38,7 @@ import Testing
         let persisted = PersistedState(0, key: key, storage: .userDefaults(defaults))
         let synced = SyncedState(0, key: key, storage: .userDefaults(defaults), sinks: [])
         let containers: [MonitoredState<Int>] = [plain, persisted, synced]
-        onThreads(6) { index in
+        await onThreads(6) { index in
             for _ in 0..<1_000 { containers[index % 3].modify { $0 += 1 } }
         }
         for container in containers { #expect(container.value == 6_000) }
@@ -46,14 +46,14 @@ import Testing
         #expect(defaults.integer(forKey: key) == 6_000)
     }
 
-    @Test func aContainerMadeDuringWritesReadsTheLiveValue() {
+    @Test(.contendingTimeLimit) func aContainerMadeDuringWritesReadsTheLiveValue() async {
         let suite = "statekit.cell.\(UUID().uuidString)"
         let defaults = UserDefaults(suiteName: suite)!
         defer { defaults.removePersistentDomain(forName: suite) }
         for trial in 0..<20 {
             let key = "\(uniqueKey())-\(trial)"
             let first = UserDefaultsState(0, key: key, defaults: defaults)
-            onThreads(4) { _ in
+            await onThreads(4) { _ in
                 for _ in 0..<500 { first.modify { $0 += 1 } }
             }
             let second = UserDefaultsState(0, key: key, defaults: defaults)
@@ -92,15 +92,15 @@ import Testing
         #expect(heardSecond.values == [0, 2])
     }
 
-    @Test func everySubscriberHearsEveryChangeOnceInOneOrder() {
+    @Test(.contendingTimeLimit) func everySubscriberHearsEveryChangeOnceInOneOrder() async {
         let storage = InMemoryStateStorage()
         let key = uniqueKey()
         let containers = (0..<3).map { _ in PersistedState(0, key: key, storage: storage) }
         let heard = containers.map { $0.recordChanges() }
-        onThreads(3) { index in
+        await onThreads(3) { index in
             for _ in 0..<1_000 { containers[index].modify { $0 += 1 } }
         }
-        for container in containers { waitUntilDelivered(container) }
+        for container in containers { await waitUntilDelivered(container) }
         for changes in heard {
             #expect(changes.values.map(\.newValue) == Array(1...3_000))
             #expect(changes.values.map(\.version) == changes.values.map(\.version).sorted())
