@@ -159,7 +159,11 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
             }
             // A change the server's value replaced (at launch, on a pull, or just now) was not
             // delivered: not counted as sent.
-            if let discardedThrough, change.version <= discardedThrough { throw SupersededByRemoteValue() }
+            if let discardedThrough, change.version <= discardedThrough {
+                throw SupersededByRemoteValue(
+                    reason: ".serverWins at \(configuration.endpoint): the server's value, changed since the last sync, "
+                        + "replaced it")
+            }
         }
     }
 

@@ -97,6 +97,14 @@ extension NamedSink: LogBackedSink where Base: LogBackedSink {
 
     var newestChange: StateChange<Base.Value>? { base.newestChange }
 
+    func settle(_ versions: ClosedRange<UInt64>, as fate: SinkOutcomes.Fate) {
+        base.settle(versions, as: fate)
+    }
+
+    func synchronize(through version: UInt64) async -> Bool {
+        await base.synchronize(through: version)
+    }
+
     var logFileURL: URL { base.logFileURL }
 
     func release() {

@@ -45,6 +45,8 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
     private let recordStore: SyncRecordStore?
     /// Behind ``syncStatus``, made the first time it is read.
     let statusMonitor = OnceInstalledReference<SyncStatusMonitor<Value>>()
+    /// What became of each write at the sinks (``write(_:)``, ``receipt(for:)``).
+    let receipts: ReceiptBook<Value>
 
     /// Creates a container holding `defaultValue` whose changes go to `sinks`.
     ///
@@ -110,10 +112,11 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
             joined
                 ?? SinkPipeline(
                     sink: made.0, key: key, startVersion: lastVersion, log: made.1?.log,
-                    firstPending: made.1?.opening.firstPending)
+                    firstPending: made.1?.opening.firstPending, outcomes: made.1?.opening.outcomes ?? SinkOutcomes())
         }
         self.pipelines = pipelines
         self.persistence = persistence
+        self.receipts = ReceiptBook(pipelines: pipelines, persistence: persistence)
         var recordNames = Self.recordNames(of: sinks)
         for index in recordNames.indices where joined[index] != nil { recordNames[index] = nil }
         let records: SyncRecordStore?
@@ -155,6 +158,7 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
         let notedRecords = startsRecords ? records : nil
         lock.withLock {
             storedVersion = max(storedVersion, lastVersion)
+            receipts.start(firstVersion: storedVersion &+ 1, loggedThrough: lastVersion)
             if let restored, persistence == nil { storedValue = restored.newValue }
             notedRecords?.start(atVersion: storedVersion)
             if !logs.isEmpty || notedRecords != nil {
@@ -177,11 +181,18 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
         // not handed the values it (or another remote sink) took from a remote copy: there is
         // nothing to send, and nothing to count as sent.
         let takingRemote = own.filter { $0.log != nil || !($0.sink is any RemoteSyncSink<Value>) }
+        let notTakingRemote = own.filter { $0.log == nil && $0.sink is any RemoteSyncSink<Value> }
         sinkSubscription = addSubscriber(
             queue: nil,
             handler: .change { change in
                 let change = instance == nil ? change : change.made(by: instance)
-                for pipeline in change.origin == .remote ? takingRemote : own { pipeline.enqueue(change) }
+                guard change.origin == .remote else {
+                    for pipeline in own { pipeline.enqueue(change) }
+                    return
+                }
+                for pipeline in takingRemote { pipeline.enqueue(change) }
+                // Nothing for them to deliver: the receipt of the change does not wait for them.
+                for pipeline in notTakingRemote { pipeline.skip(change.version) }
             },
             sendsCurrentValue: false
         )

@@ -142,6 +142,8 @@ final class TransactionLog {
     /// it says otherwise (``StateHistory``'s undo and redo).
     @exclusivity(unchecked)
     var origin = ChangeOrigin.local
+    /// The receipts of writes made in the body, which the commit gives their versions.
+    private var receiptSlots: [TransactionReceiptSlot] = []
 
     /// Where the log's transactions are counted.
     let openTransactions: OpenTransactions
@@ -290,8 +292,10 @@ final class TransactionLog {
     }
 
     /// Forgets every entry, before the body runs again: each lets go of its container and is kept
-    /// among the recent ones, holding no value.
+    /// among the recent ones, holding no value. The receipts of writes that were not committed
+    /// say so.
     func removeAll() {
+        if !receiptSlots.isEmpty { abandonReceipts(from: 0) }
         for entry in entries {
             entry._withUnsafeGuaranteedRef { entry in entry.withOperations { $0.recycle(entry) } }
             keepRecent(entry)
@@ -345,12 +349,14 @@ final class TransactionLog {
     /// What a nested body may undo: each entry's working copy as it is now, and how many there are.
     struct Checkpoint {
         let count: Int
+        let receipts: Int
         let restores: [() -> Void]
     }
 
     func checkpoint() -> Checkpoint {
         Checkpoint(
             count: entries.count,
+            receipts: receiptSlots.count,
             restores: entries.map { entry in
                 entry._withUnsafeGuaranteedRef { entry in entry.withOperations { $0.checkpoint(entry) } }
             })
@@ -361,6 +367,7 @@ final class TransactionLog {
     /// working copies back at the value they were read with.
     func rollBack(to checkpoint: Checkpoint) {
         for restore in checkpoint.restores { restore() }
+        if receiptSlots.count > checkpoint.receipts { abandonReceipts(from: checkpoint.receipts) }
         for entry in entries[checkpoint.count...] {
             entry._withUnsafeGuaranteedRef { entry in
                 entry.withOperations { $0.revert(entry) }
@@ -426,6 +433,7 @@ final class TransactionLog {
         forEachEntry { entry in
             if entry.isWritten { entry.isChanged = entry.withOperations { $0.applyLocked(entry) } }
         }
+        if !receiptSlots.isEmpty { settleReceipts() }
         isOpen = false
         let context = deliveryContext
         let isOutermostDelivery = !context.isDelivering
@@ -461,6 +469,34 @@ final class TransactionLog {
         }
         if isOutermostDelivery { context.endOutermost() }
         return true
+    }
+
+    // MARK: Receipts
+
+    /// Gives a write's receipt the version the commit makes (``SyncedState/write(_:)``).
+    func addReceiptSlot(_ slot: TransactionReceiptSlot) {
+        receiptSlots.append(slot)
+    }
+
+    /// Called by the commit, with every container locked and its change applied.
+    private func settleReceipts() {
+        for slot in receiptSlots {
+            let state = entry(for: slot.container)?._withUnsafeGuaranteedRef { entry in
+                // The change applied took the version after the one the body read.
+                entry.isChanged
+                    ? TransactionReceiptSlot.State.committed(entry.firstVersion &+ 1)
+                    : .unchanged(entry.firstVersion)
+            }
+            slot.settle(state ?? .abandoned("its transaction did not write to the container"))
+        }
+        receiptSlots = []
+    }
+
+    private func abandonReceipts(from index: Int) {
+        for slot in receiptSlots[index...] {
+            slot.settle(.abandoned("its transaction did not commit it (the body threw, or ran again after a conflict)"))
+        }
+        receiptSlots.removeSubrange(index...)
     }
 
     /// Lets go of the gates of a commit that applied nothing; what they brought in is delivered

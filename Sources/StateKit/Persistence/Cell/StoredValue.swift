@@ -288,6 +288,21 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
         }
     }
 
+    /// Whether storage holds the cell's value of `version`, or a newer one, forced to disk (for
+    /// ``WriteReceipt/saved(timeout:)``). A key shared across processes is written without forcing
+    /// it: it is forced now, on the cell's queue.
+    func holdsOnDisk(_ version: UInt64) async -> Bool {
+        guard lock.withLock({ ledger.storageHolds(version: version) }) else { return false }
+        guard let gate = sharedWriteGate else { return true }
+        await withCheckedContinuation { continuation in
+            queue.async {
+                gate.synchronizeNow()
+                continuation.resume()
+            }
+        }
+        return true
+    }
+
     // MARK: Saving
 
     /// Keeps the records of the cell's remote destinations in `store` from now on: every save

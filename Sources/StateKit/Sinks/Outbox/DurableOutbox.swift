@@ -94,7 +94,13 @@ extension DurableOutbox: StateSink {
             // A remote sink is not sent back what came from its remote copy (logged all the same,
             // so that versions continue).
             let sent = wrapped is any RemoteSyncSink<Wrapped.Value> ? fresh.filter { $0.origin != .remote } : fresh
-            if !sent.isEmpty { try await wrapped.send(sent) }
+            do {
+                if !sent.isEmpty { try await wrapped.send(sent) }
+            } catch let superseded as SupersededByRemoteValue {
+                // Never sent again: the destination's value replaced them.
+                log.settle(fresh[0].version...last.version, as: .discarded(reason: superseded.reason))
+                throw superseded
+            }
             log.acknowledge(last.version)
         }
     }
@@ -118,7 +124,8 @@ extension DurableOutbox: LogBackedSink {
         log.synchronizesEachRecord = log.synchronizesEachRecord || synchronizesEachRecord
         lock.withLock { attachment = (log, owner) }
         let state = log.state
-        return OutboxOpening(lastVersion: state.lastRecorded, firstPending: state.firstPending)
+        return OutboxOpening(
+            lastVersion: state.lastRecorded, firstPending: state.firstPending, outcomes: state.outcomes)
     }
 
     func record(_ change: StateChange<Wrapped.Value>) {
@@ -137,6 +144,15 @@ extension DurableOutbox: LogBackedSink {
         lock.withLock { attachment }?.log.newestChange
     }
 
+    func settle(_ versions: ClosedRange<UInt64>, as fate: SinkOutcomes.Fate) {
+        lock.withLock { attachment }?.log.settle(versions, as: fate)
+    }
+
+    func synchronize(through version: UInt64) async -> Bool {
+        guard let log = lock.withLock({ attachment })?.log else { return false }
+        return await log.synchronize(through: version)
+    }
+
     var logFileURL: URL { fileURL }
 
     func release() {
@@ -151,6 +167,8 @@ struct OutboxOpening {
     var lastVersion: UInt64
     /// The first logged version not yet acknowledged, if any: delivery starts there.
     var firstPending: UInt64?
+    /// What became of the changes the sink settled without delivering them, in earlier launches.
+    var outcomes: SinkOutcomes
 }
 
 /// A sink that logs each change on the writer's thread, before the write returns (the durable
@@ -167,6 +185,10 @@ protocol LogBackedSink<Value>: StateSink {
     var lastRecordedVersion: UInt64 { get }
     /// The newest change logged, delivered or not; see ``OutboxLog/newestChange``.
     var newestChange: StateChange<Value>? { get }
+    /// Records that the sink settled `versions` without delivering them; they are not sent again.
+    func settle(_ versions: ClosedRange<UInt64>, as fate: SinkOutcomes.Fate)
+    /// Forces the log to disk; whether it holds the change of `version` (or a newer one) there.
+    func synchronize(through version: UInt64) async -> Bool
     /// The log's file: a container without storage keeps its sync records beside it.
     var logFileURL: URL { get }
     /// Tells the log its container was released, so another may take it over.

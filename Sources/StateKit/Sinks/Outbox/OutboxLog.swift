@@ -45,6 +45,8 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
     static var trustedVersionLimit: UInt64 { 1 << 53 }
     /// How many changes whose append failed are kept in memory for readers of the log.
     static var unloggedLimit: Int { 10_000 }
+    /// How many runs of undelivered changes the log remembers for receipts.
+    static var keptOutcomes: Int { 1_000 }
 
     let fileURL: URL
     let key: String
@@ -78,6 +80,16 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
     private var isRepairScheduled = false
     /// Diagnostics made under the lock, reported once it is let go (see ``note(_:_:error:)``).
     private var unreported: [StateDiagnostic] = []
+    /// The changes the sink settled without delivering them (receipts' outcomes), kept across
+    /// launches: the newest ``keptOutcomes`` runs.
+    private var settled = SinkOutcomes()
+    /// The versions the file holds forced to disk (``synchronize(through:)``); a rewrite starts over.
+    private var synchronizedThrough: UInt64 = 0
+    /// Counts the rewrites of the file, so that a forced file replaced meanwhile is not trusted.
+    private var rewrites: UInt64 = 0
+    /// Where ``synchronize(through:)`` runs, one at a time: a call that finds its version forced
+    /// by an earlier one returns at once, so concurrent calls share an `fsync`.
+    private let synchronizing = DispatchQueue(label: "StateKit.OutboxLog.synchronize")
     private var owner: UInt64 = 0
     private var isOwnerLive = false
     private var forcesEachRecord = false
@@ -148,9 +160,10 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
         lock.withLock { self.owner == owner }
     }
 
-    /// The last version recorded and the first not acknowledged (if any).
-    var state: (lastRecorded: UInt64, firstPending: UInt64?) {
-        lock.withLock { (lastRecorded, lastAcknowledged < lastRecorded ? lastAcknowledged + 1 : nil) }
+    /// The last version recorded, the first not acknowledged (if any), and the changes settled
+    /// without being delivered.
+    var state: (lastRecorded: UInt64, firstPending: UInt64?, outcomes: SinkOutcomes) {
+        lock.withLock { (lastRecorded, lastAcknowledged < lastRecorded ? lastAcknowledged + 1 : nil, settled) }
     }
 
     var lastRecordedVersion: UInt64 { lock.withLock { lastRecorded } }
@@ -244,8 +257,60 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
         if isIncomplete { repairSoon() }
     }
 
+    /// Records that the sink settled `versions` without delivering them, as `fate` says, and
+    /// acknowledges them: they are not sent again, and a relaunch's receipts say what became of them.
+    func settle(_ versions: ClosedRange<UInt64>, as fate: SinkOutcomes.Fate) {
+        lock.withLock {
+            settled.note(versions, fate)
+            settled.keepNewest(Self.keptOutcomes)
+        }
+        acknowledge(versions.upperBound, settling: LoggedOutcome(versions, fate))
+    }
+
+    /// Forces the file to disk, off the writer's thread and the cooperative pool, and says whether
+    /// it holds the change of `version` or a newer one (which carries its value); `false` while
+    /// that change waits in memory for a full disk.
+    func synchronize(through version: UInt64) async -> Bool {
+        await withCheckedContinuation { continuation in
+            synchronizing.async { continuation.resume(returning: self.synchronizeNow(through: version)) }
+        }
+    }
+
+    private func synchronizeNow(through version: UInt64) -> Bool {
+        // A rewrite during the `fsync` replaced the file forced: the new one is forced next.
+        for _ in 0..<3 {
+            let found: (descriptor: Int32, through: UInt64, rewrites: UInt64)? = lock.withLock {
+                guard version <= lastRecorded, !unwritten.firstSatisfies({ $0.version <= version }),
+                    unlogged[version] == nil, let handle
+                else { return nil }
+                if version <= synchronizedThrough { return (-1, synchronizedThrough, rewrites) }
+                // Duplicated: a rewrite may close the handle while the descriptor is forced.
+                let through = unwritten.first.map { $0.version - 1 } ?? lastRecorded
+                return (dup(handle.fileDescriptor), through, rewrites)
+            }
+            guard let found else { return false }
+            guard found.descriptor >= 0 else { return true }
+            let isForced = fsync(found.descriptor) == 0
+            close(found.descriptor)
+            guard isForced else { return false }
+            // The directory too: the file may be new, renamed into place by a rewrite.
+            FileReplacement.synchronize(fileURL.deletingLastPathComponent().path)
+            let isCurrent = lock.withLock {
+                guard rewrites == found.rewrites else { return false }
+                synchronizedThrough = max(synchronizedThrough, found.through)
+                return true
+            }
+            if isCurrent { return true }
+        }
+        return false
+    }
+
     /// Records that the destination accepted every change up to `version`.
     func acknowledge(_ version: UInt64) {
+        acknowledge(version, settling: nil)
+    }
+
+    private func acknowledge(_ version: UInt64, settling outcome: LoggedOutcome?) {
         let needsRepair = lock.withLock {
             guard version > lastAcknowledged else { return false }
             lastAcknowledged = min(version, lastRecorded)
@@ -254,7 +319,7 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
             while unwritten.firstSatisfies({ $0.version <= lastAcknowledged }) { _ = unwritten.popFirst() }
             let isSettled = lastAcknowledged >= lastRecorded
             if isSettled && (recordsSinceCompaction >= 256 || !isNewestLogged) && compactLocked() { return false }
-            if let handle, let line = encode(LogRecord(acknowledged: lastAcknowledged)),
+            if let handle, let line = encode(LogRecord(acknowledged: lastAcknowledged, settled: outcome)),
                 append(line, to: handle) != nil
             {
                 loggedAcknowledged = lastAcknowledged
@@ -324,6 +389,7 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
     /// recorded is acknowledged.
     private func compactLocked() -> Bool {
         guard var header = encode(LogRecord(acknowledged: lastAcknowledged)) else { return false }
+        header.append(outcomeLines())
         if let newest, !newest.line.isEmpty { header.append(newest.line) }
         guard replaceFile(with: header) else { return false }
         positions.removeAll()
@@ -335,6 +401,7 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
     /// acknowledgement, then the changes to deliver, or the newest change when there are none.
     private func rewriteLocked() -> Bool {
         guard var data = encode(LogRecord(acknowledged: lastAcknowledged)) else { return false }
+        data.append(outcomeLines())
         var written: [Position] = []
         for (version, line) in unwritten.elements {
             written.append(Position(version: version, offset: UInt64(data.count)))
@@ -357,6 +424,8 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
         do {
             try data.write(to: fileURL, options: .atomic)
             let newHandle = try FileHandle(forWritingTo: fileURL)
+            rewrites &+= 1
+            synchronizedThrough = 0
             endOffset = try newHandle.seekToEnd()
             try? handle?.close()
             handle = newHandle
@@ -464,6 +533,13 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
                     pending.append((change, Data(line)))
                 }
             }
+            if let outcome = record.settled {
+                guard outcome.from <= outcome.through, outcome.through <= Self.trustedVersionLimit else {
+                    rejected.append((index + 1, Data(line), "an absurd outcome of versions \(outcome.from)...\(outcome.through)"))
+                    continue
+                }
+                settled.note(outcome.from...outcome.through, outcome.fate)
+            }
             if let version = record.acknowledged {
                 // Only a rewritten log's first record may acknowledge what it does not list.
                 guard version <= Self.trustedVersionLimit, version <= highest || index == 0 else {
@@ -492,7 +568,9 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
             for (change, _) in pending { unlogged[change.version] = change }
             return true
         }
+        settled.keepNewest(Self.keptOutcomes)
         var rewritten = encode(LogRecord(acknowledged: lastAcknowledged)) ?? Data()
+        rewritten.append(outcomeLines())
         // The newest change stays in the file even when it was delivered (see ``newestChange``).
         if pending.isEmpty, let newestSeen { rewritten.append(newestSeen.line) }
         var positions: [Position] = []
@@ -551,6 +629,16 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
 
     // MARK: Helpers
 
+    /// The lines of the outcomes kept, for a rewritten file.
+    private func outcomeLines() -> Data {
+        var lines = Data()
+        for entry in settled.entries {
+            guard let line = encode(LogRecord(settled: LoggedOutcome(entry.versions, entry.fate))) else { continue }
+            lines.append(line)
+        }
+        return lines
+    }
+
     private static func decoder() -> JSONDecoder {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
@@ -604,8 +692,33 @@ private func openLockFile(_ path: String) -> Int32 {
     #endif
 }
 
-/// One line of an outbox log: a change to deliver, or the version up to which everything was delivered.
+/// One line of an outbox log: a change to deliver, or the version up to which everything was
+/// settled, and what became of changes settled without being delivered.
 struct LogRecord<Value: Codable>: Codable {
     var change: StateChange<Value>?
     var acknowledged: UInt64?
+    var settled: LoggedOutcome?
+}
+
+/// A run of changes a sink settled without delivering them, as an outbox log keeps it.
+struct LoggedOutcome: Codable {
+    var from: UInt64
+    var through: UInt64
+    var discarded: String?
+    var rejected: String?
+
+    init(_ versions: ClosedRange<UInt64>, _ fate: SinkOutcomes.Fate) {
+        from = versions.lowerBound
+        through = versions.upperBound
+        switch fate {
+        case .discarded(let reason): discarded = reason
+        case .rejected(let reason): rejected = reason
+        case .coalesced: discarded = "coalesced"
+        }
+    }
+
+    var fate: SinkOutcomes.Fate {
+        if let rejected { return .rejected(reason: rejected) }
+        return .discarded(reason: discarded ?? "")
+    }
 }

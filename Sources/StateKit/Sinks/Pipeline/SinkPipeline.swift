@@ -52,14 +52,16 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
         key: String,
         startVersion: UInt64,
         log: (any LogBackedSink<Value>)? = nil,
-        firstPending: UInt64? = nil
+        firstPending: UInt64? = nil,
+        outcomes: SinkOutcomes = SinkOutcomes()
     ) {
         self.sink = sink
         self.policy = sink.policy
         self.key = key
         self.log = log
         self.machine = SinkPipelineStateMachine(
-            policy: sink.policy, isLogBacked: log != nil, startVersion: startVersion, firstPending: firstPending)
+            policy: sink.policy, sinkName: sink.name, isLogBacked: log != nil, startVersion: startVersion,
+            firstPending: firstPending, outcomes: outcomes)
     }
 
     /// Starts delivering: once the container is whole, so that a remote sink is connected (and
@@ -150,6 +152,29 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
         } onCancel: {
             lock.withLock { cancel(&self.machine, id) }?.resume()
         }
+    }
+
+    // MARK: Receipts
+
+    /// A change of `version` is not for this sink (see ``SinkPipelineStateMachine/skip(_:)``).
+    func skip(_ version: UInt64) {
+        let satisfied = lock.withLock { machine.skip(version) }
+        statisticsChanged()
+        for waiter in satisfied { waiter.continuation.resume() }
+    }
+
+    /// What became of each of `versions` at this sink (`nil`: not settled yet), in one reading.
+    func outcomes(of versions: [UInt64]) -> [WriteOutcome?] {
+        lock.withLock { versions.map { machine.outcome(of: $0) } }
+    }
+
+    /// What waits for this sink, oldest first: in memory, then in its log.
+    func waitingChanges() -> [(change: StateChange<Value>, attempts: Int)] {
+        let (waiting, spilledFrom) = lock.withLock { machine.waiting }
+        guard let log, let spilledFrom else { return waiting }
+        let inMemory = Set(waiting.map(\.change.version))
+        let logged = log.changes(from: spilledFrom, maximumCount: .max).filter { !inMemory.contains($0.version) }
+        return waiting + logged.map { ($0, 0) }
     }
 
     // MARK: The destination
@@ -340,15 +365,15 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
                 statisticsChanged()
             }
             do {
-                var isSuperseded = false
+                var supersededBecause: String?
                 do {
                     try await sink.send(batch)
-                } catch is SupersededByRemoteValue {
-                    isSuperseded = true
+                } catch let superseded as SupersededByRemoteValue {
+                    supersededBecause = superseded.reason
                 }
                 let now = Date()
                 let (satisfied, wasPaused) = lock.withLock {
-                    machine.sendSucceeded(at: now, isSuperseded: isSuperseded)
+                    machine.sendSucceeded(at: now, supersededBecause: supersededBecause)
                 }
                 if wasPaused { report(.sinkResumed, "delivered \(describe(batch)) after being paused") }
                 statisticsChanged()
@@ -383,7 +408,11 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
                             error: error)
                     }
                     await waitForRetry(wait, decidedAt: requests)
-                case .drop(let isRefused, let waiters):
+                case .drop(let isRefused, let fate, let waiters):
+                    // Behind a log, they are settled there too: not sent again by the next launch.
+                    if let log, let first = batch.first?.version, let last = batch.last?.version {
+                        log.settle(first...last, as: fate)
+                    }
                     for waiter in waiters { waiter.continuation.resume() }
                     if isRefused {
                         report(.sinkRejected, "the sink refused \(describe(batch)) for good; dropped", error: error)

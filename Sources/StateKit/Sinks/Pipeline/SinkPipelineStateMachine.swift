@@ -78,11 +78,14 @@ struct SinkPipelineStateMachine<Value: Sendable> {
         case retry(after: Duration)
         /// The sink is paused: release `waiters`, report if `isFirst`, wait, then send again.
         case pause(isFirst: Bool, wait: Duration, waiters: [FlushWaiter])
-        /// The batch is given up (the policy) or refused (the sink): release `waiters` and report.
-        case drop(isRefused: Bool, waiters: [FlushWaiter])
+        /// The batch is given up (the policy) or refused (the sink), as `fate` says: release
+        /// `waiters` and report.
+        case drop(isRefused: Bool, fate: SinkOutcomes.Fate, waiters: [FlushWaiter])
     }
 
     let policy: SinkPolicy
+    /// The sink's name, for the reasons of ``outcomes``.
+    let sinkName: String
     /// Whether the sink's changes are also in a log the task can read back (a ``DurableOutbox``).
     let isLogBacked: Bool
     private(set) var phase = Phase.idle
@@ -107,6 +110,12 @@ struct SinkPipelineStateMachine<Value: Sendable> {
     /// Whether a load failed and is to be tried again: flushes that wait through failures wait for it.
     private var isLoadRetryDue = false
     private var loadWaiters: [LoadWaiter] = []
+    /// The changes settled without being delivered, for receipts.
+    private(set) var outcomes = SinkOutcomes()
+    /// How many times the batch in flight has been tried.
+    private var attempts = 0
+    /// For a pipeline without a log, stopped: the first version it never delivered.
+    private var undeliveredFrom: UInt64?
     /// Whether ``SinkStatistics/lastError`` came from a failed load, not from a send: the next
     /// load that succeeds clears it, as a send that succeeds clears any.
     private var isLoadError = false
@@ -114,8 +123,13 @@ struct SinkPipelineStateMachine<Value: Sendable> {
     /// - Parameters:
     ///   - startVersion: The container's version when the pipeline starts (its log's last version).
     ///   - firstPending: For a log-backed pipeline, the first logged version still to deliver.
-    init(policy: SinkPolicy, isLogBacked: Bool, startVersion: UInt64, firstPending: UInt64?) {
+    init(
+        policy: SinkPolicy, sinkName: String = "", isLogBacked: Bool, startVersion: UInt64, firstPending: UInt64?,
+        outcomes: SinkOutcomes = SinkOutcomes()
+    ) {
         self.policy = policy
+        self.sinkName = sinkName
+        self.outcomes = outcomes
         self.isLogBacked = isLogBacked
         self.lastVersion = startVersion
         self.spilledFrom = isLogBacked ? firstPending : nil
@@ -156,13 +170,13 @@ struct SinkPipelineStateMachine<Value: Sendable> {
             } else {
                 switch policy.overflow {
                 case .dropOldest:
-                    _ = buffer.popFirst()
+                    let dropped = buffer.popFirst()
                     buffer.append(change)
-                    isFirstDrop = noteDrop()
+                    isFirstDrop = noteDrop(dropped?.version)
                 case .dropNewest:
-                    isFirstDrop = noteDrop()
+                    isFirstDrop = noteDrop(change.version)
                 case .coalesceToLatest:
-                    counters.coalesced += buffer.count
+                    noteCoalesced(into: change.version)
                     buffer.replaceAll(with: change)
                 }
             }
@@ -201,6 +215,8 @@ struct SinkPipelineStateMachine<Value: Sendable> {
     /// Stops the pipeline now. Returns every flush waiter and how many changes were left undelivered.
     mutating func stop(lastRecorded: UInt64) -> Stopped {
         let left = statistics(lastRecorded: lastRecorded).pending
+        // Behind a log, what is left is delivered by the next launch.
+        if !isLogBacked && phase != .stopped { undeliveredFrom = firstUnsettled }
         phase = .stopped
         counters.retryAt = nil
         buffer.removeAll()
@@ -225,6 +241,7 @@ struct SinkPipelineStateMachine<Value: Sendable> {
                 return .waitForInterval
             }
             inFlight = buffer.popFirst(upTo: policy.maximumBatchSize)
+            attempts = 1
             phase = .sending
             return .send(inFlight)
         }
@@ -262,7 +279,7 @@ struct SinkPipelineStateMachine<Value: Sendable> {
         guard phase != .stopped, var next = spilledFrom else { return [] }
         for change in changes where change.version >= next {
             if policy.overflow == .coalesceToLatest && buffer.count >= policy.bufferLimit {
-                counters.coalesced += buffer.count
+                noteCoalesced(into: change.version)
                 buffer.removeAll()
             }
             buffer.append(change)
@@ -278,15 +295,20 @@ struct SinkPipelineStateMachine<Value: Sendable> {
     /// The batch in flight was accepted at `now`. Returns the flushes it completes and whether
     /// the sink was paused until now (then reported resumed).
     ///
-    /// - Parameter isSuperseded: The sink delivered nothing: a remote value replaced the batch
-    ///   (``SupersededByRemoteValue``), so it is counted as coalesced, not sent.
-    mutating func sendSucceeded(at now: Date, isSuperseded: Bool = false) -> (waiters: [FlushWaiter], wasPaused: Bool) {
+    /// - Parameter reason: The sink delivered nothing: a remote value replaced the batch
+    ///   (``SupersededByRemoteValue``), so it is counted as coalesced, not sent, and its changes
+    ///   are discarded for this reason.
+    mutating func sendSucceeded(
+        at now: Date, supersededBecause reason: String? = nil
+    ) -> (waiters: [FlushWaiter], wasPaused: Bool) {
         // A send that returns after the drain timeout stopped the pipeline: its batch was counted
         // as undelivered then, and nothing is left to deliver.
         guard phase != .stopped else { return ([], false) }
         let wasPaused = counters.isPaused
-        if isSuperseded {
+        attempts = 0
+        if let reason {
             counters.coalesced += inFlight.count
+            noteInFlight(.discarded(reason: reason))
         } else {
             counters.sent += inFlight.count
         }
@@ -309,6 +331,7 @@ struct SinkPipelineStateMachine<Value: Sendable> {
     /// failure), so an outage changes the statistics once per attempt, not twice.
     mutating func retryStarted() {
         guard phase == .backingOff || phase == .paused else { return }
+        attempts += 1
         phase = .sending
     }
 
@@ -323,7 +346,9 @@ struct SinkPipelineStateMachine<Value: Sendable> {
         counters.lastError = shortErrorMessage(error)
         isLoadError = false
         lastFailedAt = now.instant
-        if !isRetryable { return drop(isRefused: true) }
+        if !isRetryable {
+            return drop(isRefused: true, .rejected(reason: "sink \(sinkName) refused it: \(counters.lastError ?? "")"))
+        }
         let maximumWait = policy.retry.maximumDelay
         let failure: Failure
         if let retryAfter, retryAfter > maximumWait {
@@ -333,7 +358,11 @@ struct SinkPipelineStateMachine<Value: Sendable> {
         } else if attempt >= policy.retry.maximumAttempts {
             switch policy.afterRepeatedFailures {
             case .giveUpAndReport:
-                return drop(isRefused: false)
+                return drop(
+                    isRefused: false,
+                    .discarded(
+                        reason: "giveUpAndReport at sink \(sinkName): gave up after \(attempt) failed attempts ("
+                            + "\(counters.lastError ?? ""))"))
             case .pauseAndKeep(let retryEvery):
                 counters.retried += 1
                 failure = pause(wait: max(retryEvery, retryAfter ?? .zero))
@@ -352,12 +381,14 @@ struct SinkPipelineStateMachine<Value: Sendable> {
         return failure
     }
 
-    private mutating func drop(isRefused: Bool) -> Failure {
+    private mutating func drop(isRefused: Bool, _ fate: SinkOutcomes.Fate) -> Failure {
+        attempts = 0
+        noteInFlight(fate)
         counters.failed += inFlight.count
         counters.retryAt = nil
         inFlight = []
         phase = .idle
-        return .drop(isRefused: isRefused, waiters: takeSatisfiedWaiters())
+        return .drop(isRefused: isRefused, fate: fate, waiters: takeSatisfiedWaiters())
     }
 
     private mutating func pause(wait: Duration) -> Failure {
@@ -464,6 +495,43 @@ struct SinkPipelineStateMachine<Value: Sendable> {
         return unreportedDrops
     }
 
+    // MARK: Receipts
+
+    /// A change of `version` is not for this sink (a remote sink does not take back what came
+    /// from a remote copy): the versions before it are all the sink waits for.
+    /// Returns the flushes it completes.
+    mutating func skip(_ version: UInt64) -> [FlushWaiter] {
+        guard phase != .stopped, version > lastVersion else { return [] }
+        lastVersion = version
+        return takeSatisfiedWaiters()
+    }
+
+    /// What became of the change of `version` at this sink: `nil` while it is not settled (or
+    /// has not reached the pipeline yet).
+    func outcome(of version: UInt64) -> WriteOutcome? {
+        var version = version
+        while true {
+            switch outcomes.fate(of: version) {
+            case .discarded(let reason)?: return .discarded(reason: reason)
+            case .rejected(let reason)?: return .rejected(reason: reason)
+            case .coalesced(let into)?: version = into
+            case nil:
+                if let undeliveredFrom, version >= undeliveredFrom {
+                    return .discarded(
+                        reason: "sink \(sinkName) stopped before delivering it: its container was released and the "
+                            + "drain timeout (\(policy.drainTimeout)) passed")
+                }
+                return version < firstUnsettled ? .delivered : nil
+            }
+        }
+    }
+
+    /// The changes waiting in memory, oldest first, each with the times it was tried; and the
+    /// first version waiting in the log only, if any.
+    var waiting: (changes: [(change: StateChange<Value>, attempts: Int)], spilledFrom: UInt64?) {
+        (inFlight.map { ($0, attempts) } + buffer.elements.map { ($0, 0) }, spilledFrom)
+    }
+
     // MARK: Flushes
 
     /// Registers a flush; returns `false` when it is already satisfied (resume it at once).
@@ -502,14 +570,33 @@ struct SinkPipelineStateMachine<Value: Sendable> {
     /// Counts a drop; returns whether it is the first since the task last reported drops (the
     /// writer reports it at once; later ones are summed up by the task, so a flood of drops makes
     /// at most two diagnostics per batch).
-    private mutating func noteDrop() -> Bool {
+    private mutating func noteDrop(_ version: UInt64?) -> Bool {
         counters.dropped += 1
+        if let version {
+            outcomes.note(
+                version...version,
+                .discarded(
+                    reason: "\(policy.overflow) at sink \(sinkName): its buffer of \(policy.bufferLimit) changes was full"))
+        }
         guard isDropReported else {
             isDropReported = true
             return true
         }
         unreportedDrops += 1
         return false
+    }
+
+    /// The buffer's changes are replaced by the change of `version`, which carries their value.
+    private mutating func noteCoalesced(into version: UInt64) {
+        counters.coalesced += buffer.count
+        guard let first = buffer.first?.version else { return }
+        outcomes.note(first...buffer[offset: buffer.count - 1].version, .coalesced(into: version))
+    }
+
+    /// The batch in flight meets `fate`.
+    private mutating func noteInFlight(_ fate: SinkOutcomes.Fate) {
+        guard let first = inFlight.first?.version, let last = inFlight.last?.version else { return }
+        outcomes.note(first...last, fate)
     }
 
     private mutating func takeSatisfiedWaiters() -> [FlushWaiter] {

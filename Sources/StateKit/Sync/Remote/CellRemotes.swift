@@ -131,7 +131,8 @@ final class CellRemotes<Value: Sendable>: @unchecked Sendable {
         let subscription = cell.addSubscriber(
             queue: nil,
             handler: .change { [weak self] change in
-                guard takesRemote || change.origin != .remote, let self else { return }
+                guard takesRemote || change.origin != .remote else { return pipeline.skip(change.version) }
+                guard let self else { return }
                 let change = instance == nil ? change : change.made(by: instance)
                 guard self.sender != nil else { return pipeline.enqueue(change) }
                 self.handOn { pipeline.enqueue(change) }

@@ -1,0 +1,77 @@
+/// What became of the changes one sink settled without delivering them: the exceptions to
+/// "delivered", by version, for ``WriteReceipt``s.
+///
+/// A sink's pipeline settles changes in version order, mostly: everything below its first
+/// unsettled version is delivered unless listed here. Runs of versions with one fate are kept as
+/// one range, so a sink that refuses everything keeps one entry, and a flaky one an entry per
+/// run of failures.
+struct SinkOutcomes {
+    /// What became of a range of versions.
+    enum Fate: Equatable {
+        /// Given up by a policy, or replaced by the destination's value.
+        case discarded(reason: String)
+        /// Refused by the sink for good.
+        case rejected(reason: String)
+        /// Replaced in a full buffer by the change of `version`, which carries its value: it
+        /// shares that change's outcome.
+        case coalesced(into: UInt64)
+    }
+
+    struct Entry: Equatable {
+        var versions: ClosedRange<UInt64>
+        var fate: Fate
+    }
+
+    /// Sorted by version, the ranges disjoint.
+    private(set) var entries: [Entry] = []
+
+    /// Records that `versions` met `fate`; a range next to one of the same fate extends it.
+    mutating func note(_ versions: ClosedRange<UInt64>, _ fate: Fate) {
+        var low = 0
+        var high = entries.count
+        while low < high {
+            let middle = (low + high) / 2
+            if entries[middle].versions.lowerBound < versions.lowerBound { low = middle + 1 } else { high = middle }
+        }
+        if low > 0, entries[low - 1].versions.upperBound &+ 1 == versions.lowerBound,
+            Self.joins(entries[low - 1].fate, fate)
+        {
+            entries[low - 1].versions = entries[low - 1].versions.lowerBound...versions.upperBound
+            return
+        }
+        entries.insert(Entry(versions: versions, fate: fate), at: low)
+    }
+
+    /// Forgets all but the newest `count` entries.
+    mutating func keepNewest(_ count: Int) {
+        if entries.count > count { entries.removeFirst(entries.count - count) }
+    }
+
+    /// The fate recorded for `version`, or `nil` (delivered, once settled).
+    func fate(of version: UInt64) -> Fate? {
+        var low = 0
+        var high = entries.count
+        while low < high {
+            let middle = (low + high) / 2
+            let versions = entries[middle].versions
+            if versions.upperBound < version {
+                low = middle + 1
+            } else if versions.lowerBound > version {
+                high = middle
+            } else {
+                return entries[middle].fate
+            }
+        }
+        return nil
+    }
+
+    /// Ranges of coalesced changes join when they went into one change; others when they are
+    /// of one kind (the first reason stays: one run of failures, one entry).
+    private static func joins(_ earlier: Fate, _ later: Fate) -> Bool {
+        switch (earlier, later) {
+        case (.discarded, .discarded), (.rejected, .rejected): true
+        case (.coalesced(let first), .coalesced(let second)): first == second
+        default: false
+        }
+    }
+}
