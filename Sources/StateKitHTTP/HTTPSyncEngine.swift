@@ -161,8 +161,8 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
             // delivered: not counted as sent.
             if let discardedThrough, change.version <= discardedThrough {
                 throw SupersededByRemoteValue(
-                    reason: ".serverWins at \(configuration.endpoint): the server's value, changed since the last sync, "
-                        + "replaced it")
+                    reason: ".serverWins at \(configuration.endpoint): the server's value, changed since the "
+                        + "last sync, replaced it")
             }
         }
     }

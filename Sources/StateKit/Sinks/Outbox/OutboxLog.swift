@@ -535,7 +535,8 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
             }
             if let outcome = record.settled {
                 guard outcome.from <= outcome.through, outcome.through <= Self.trustedVersionLimit else {
-                    rejected.append((index + 1, Data(line), "an absurd outcome of versions \(outcome.from)...\(outcome.through)"))
+                    let reason = "an absurd outcome of versions \(outcome.from)...\(outcome.through)"
+                    rejected.append((index + 1, Data(line), reason))
                     continue
                 }
                 settled.note(outcome.from...outcome.through, outcome.fate)

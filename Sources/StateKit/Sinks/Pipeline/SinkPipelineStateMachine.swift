@@ -576,7 +576,8 @@ struct SinkPipelineStateMachine<Value: Sendable> {
             outcomes.note(
                 version...version,
                 .discarded(
-                    reason: "\(policy.overflow) at sink \(sinkName): its buffer of \(policy.bufferLimit) changes was full"))
+                    reason: "\(policy.overflow) at sink \(sinkName): its buffer of \(policy.bufferLimit) changes "
+                        + "was full"))
         }
         guard isDropReported else {
             isDropReported = true

@@ -21,6 +21,7 @@ public enum WriteOutcome: Sendable, Hashable, CustomStringConvertible {
     /// A sink refused it for good (or the container's validator did); `reason` says who and why.
     case rejected(reason: String)
 
+    /// `delivered`, or the outcome with its reason.
     public var description: String {
         switch self {
         case .delivered: "delivered"
