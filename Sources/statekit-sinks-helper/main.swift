@@ -28,6 +28,12 @@ import StateKitHTTP
 //   statekit-sinks-helper handler-writes-outbox <log> <key> -
 //     the same for a container behind an outbox whose log cannot grow (RLIMIT_FSIZE), with a
 //     handler that writes at each failed append reported.
+//   statekit-sinks-helper outbox-receipts <log> <key> <count>
+//     writes <count> changes through a DurableOutbox named "picky" to a sink that refuses (for
+//     good) every version divisible by 7 and takes the others, one a batch, until half of them
+//     were written; from then on it holds every batch. Once the receipt of the last change of the
+//     first half resolved, prints "settled <half> wrote <count>" and waits to be killed (see
+//     ReceiptRelaunchTests).
 //   statekit-sinks-helper outbox-lagging <log> <key> <events>
 //     writes through a DurableOutbox with the default buffer (10,000) to a sink that appends JSON
 //     lines to <events>, lagging: it starts 200 ms late, then takes 1 ms per batch. Prints
@@ -101,6 +107,12 @@ func eventsSink(_ events: String) -> AnalyticsSink<Int, JSONLinesAnalyticsBacken
         AnalyticsEvent(
             name: "value", properties: ["value": String(change.newValue), "version": String(change.version)])
     }
+}
+
+/// A refusal for good.
+struct PickyRefusal: StateSinkError {
+    var isRetryable: Bool { false }
+    var retryAfter: Duration? { nil }
 }
 
 /// Whether the outbox reported a failed append since the last call.
@@ -263,6 +275,18 @@ case "handler-writes-outbox":
     // The reports run on another thread, after the writes' locks: give them a moment.
     try? await Task.sleep(for: .milliseconds(500))
     FileHandle.standardOutput.write(Data("reports \(reports.count) value \(state.value)\n".utf8))
+case "outbox-receipts":
+    let count = UInt64(arguments[4]) ?? 2
+    let half = count / 2
+    let picky = ClosureSink<Int>(policy: SinkPolicy(maximumBatchSize: 1)) { changes in
+        if changes[0].version > half { try await Task.sleep(for: .seconds(3_600)) }
+        if changes[0].version % 7 == 0 { throw PickyRefusal() }
+    }
+    let state = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: picky).named("picky") }
+    for _ in 1...count { state.write { $0 += 1 } }
+    let outcome = await state.receipt(for: half)?.outcome(timeout: .seconds(60))
+    FileHandle.standardOutput.write(Data("settled \(outcome == nil ? 0 : half) wrote \(state.version)\n".utf8))
+    waitToBeKilled()
 case "outbox-lagging":
     let sink = LaggingSink(
         base: eventsSink(arguments[4]), start: .now + .milliseconds(200), lag: .milliseconds(1))

@@ -12,9 +12,9 @@ struct SinkOutcomes {
         case discarded(reason: String)
         /// Refused by the sink for good.
         case rejected(reason: String)
-        /// Replaced in a full buffer by the change of `version`, which carries its value: it
-        /// shares that change's outcome.
-        case coalesced(into: UInt64)
+        /// Replaced in a full buffer by a newer change, which carries its value: it shares the
+        /// outcome of the first version after its range.
+        case coalesced
     }
 
     struct Entry: Equatable {
@@ -27,6 +27,14 @@ struct SinkOutcomes {
 
     /// Records that `versions` met `fate`; a range next to one of the same fate extends it.
     mutating func note(_ versions: ClosedRange<UInt64>, _ fate: Fate) {
+        if let last = entries.last, last.versions.upperBound < versions.lowerBound {
+            if last.versions.upperBound &+ 1 == versions.lowerBound, Self.joins(last.fate, fate) {
+                entries[entries.count - 1].versions = last.versions.lowerBound...versions.upperBound
+            } else {
+                entries.append(Entry(versions: versions, fate: fate))
+            }
+            return
+        }
         var low = 0
         var high = entries.count
         while low < high {
@@ -47,8 +55,16 @@ struct SinkOutcomes {
         if entries.count > count { entries.removeFirst(entries.count - count) }
     }
 
-    /// The fate recorded for `version`, or `nil` (delivered, once settled).
-    func fate(of version: UInt64) -> Fate? {
+    /// Forgets the newest ranges of coalesced changes whose next version is within `delivered`:
+    /// they were delivered with it, as unlisted versions are.
+    mutating func forgetCoalesced(deliveredIn delivered: ClosedRange<UInt64>) {
+        while let last = entries.last, last.fate == .coalesced, delivered.contains(last.versions.upperBound &+ 1) {
+            entries.removeLast()
+        }
+    }
+
+    /// The range recorded for `version`, with its fate, or `nil` (delivered, once settled).
+    func entry(of version: UInt64) -> Entry? {
         var low = 0
         var high = entries.count
         while low < high {
@@ -59,18 +75,17 @@ struct SinkOutcomes {
             } else if versions.lowerBound > version {
                 high = middle
             } else {
-                return entries[middle].fate
+                return entries[middle]
             }
         }
         return nil
     }
 
-    /// Ranges of coalesced changes join when they went into one change; others when they are
-    /// of one kind (the first reason stays: one run of failures, one entry).
+    /// Ranges join when they are of one kind (the first reason stays: one run of failures, one
+    /// entry; coalesced changes next to each other share the outcome of the version after them).
     private static func joins(_ earlier: Fate, _ later: Fate) -> Bool {
         switch (earlier, later) {
-        case (.discarded, .discarded), (.rejected, .rejected): true
-        case (.coalesced(let first), .coalesced(let second)): first == second
+        case (.discarded, .discarded), (.rejected, .rejected), (.coalesced, .coalesced): true
         default: false
         }
     }

@@ -116,6 +116,12 @@ struct SinkPipelineStateMachine<Value: Sendable> {
     private var attempts = 0
     /// For a pipeline without a log, stopped: the first version it never delivered.
     private var undeliveredFrom: UInt64?
+    /// The newest version taken from the buffer to send (or, at start, settled before it): the
+    /// buffer holds only newer ones.
+    private var lastTaken: UInt64
+    /// The newest range of coalesced versions, kept here (not yet in ``outcomes``) while
+    /// coalescing goes on, so that a writer extends it in O(1); empty while `through` is 0.
+    private var coalesced: (from: UInt64, through: UInt64) = (0, 0)
     /// Whether ``SinkStatistics/lastError`` came from a failed load, not from a send: the next
     /// load that succeeds clears it, as a send that succeeds clears any.
     private var isLoadError = false
@@ -133,6 +139,7 @@ struct SinkPipelineStateMachine<Value: Sendable> {
         self.isLogBacked = isLogBacked
         self.lastVersion = startVersion
         self.spilledFrom = isLogBacked ? firstPending : nil
+        self.lastTaken = isLogBacked ? (firstPending.map { $0 - 1 } ?? startVersion) : startVersion
     }
 
     /// The lowest version not yet settled.
@@ -176,7 +183,7 @@ struct SinkPipelineStateMachine<Value: Sendable> {
                 case .dropNewest:
                     isFirstDrop = noteDrop(change.version)
                 case .coalesceToLatest:
-                    noteCoalesced(into: change.version)
+                    noteCoalesced(before: change.version)
                     buffer.replaceAll(with: change)
                 }
             }
@@ -241,6 +248,7 @@ struct SinkPipelineStateMachine<Value: Sendable> {
                 return .waitForInterval
             }
             inFlight = buffer.popFirst(upTo: policy.maximumBatchSize)
+            lastTaken = inFlight.last?.version ?? lastTaken
             attempts = 1
             phase = .sending
             return .send(inFlight)
@@ -279,7 +287,7 @@ struct SinkPipelineStateMachine<Value: Sendable> {
         guard phase != .stopped, var next = spilledFrom else { return [] }
         for change in changes where change.version >= next {
             if policy.overflow == .coalesceToLatest && buffer.count >= policy.bufferLimit {
-                noteCoalesced(into: change.version)
+                noteCoalesced(before: change.version)
                 buffer.removeAll()
             }
             buffer.append(change)
@@ -310,6 +318,13 @@ struct SinkPipelineStateMachine<Value: Sendable> {
             counters.coalesced += inFlight.count
             noteInFlight(.discarded(reason: reason))
         } else {
+            // What was coalesced into this batch is delivered with it: nothing to remember.
+            if let first = inFlight.first?.version, let last = inFlight.last?.version {
+                if coalesced.through != 0 && coalesced.through &+ 1 >= first && coalesced.through < last {
+                    coalesced = (0, 0)
+                }
+                outcomes.forgetCoalesced(deliveredIn: first...last)
+            }
             counters.sent += inFlight.count
         }
         counters.isPaused = false
@@ -511,10 +526,15 @@ struct SinkPipelineStateMachine<Value: Sendable> {
     func outcome(of version: UInt64) -> WriteOutcome? {
         var version = version
         while true {
-            switch outcomes.fate(of: version) {
+            if coalesced.through != 0 && (coalesced.from...coalesced.through).contains(version) {
+                version = coalesced.through &+ 1
+                continue
+            }
+            let entry = outcomes.entry(of: version)
+            switch entry?.fate {
             case .discarded(let reason)?: return .discarded(reason: reason)
             case .rejected(let reason)?: return .rejected(reason: reason)
-            case .coalesced(let into)?: version = into
+            case .coalesced?: version = (entry?.versions.upperBound ?? version) &+ 1
             case nil:
                 if let undeliveredFrom, version >= undeliveredFrom {
                     return .discarded(
@@ -587,11 +607,21 @@ struct SinkPipelineStateMachine<Value: Sendable> {
         return false
     }
 
-    /// The buffer's changes are replaced by the change of `version`, which carries their value.
-    private mutating func noteCoalesced(into version: UInt64) {
+    /// The buffer's changes are replaced by the change of `version`, which carries their value:
+    /// every version after the last one taken to send and before `version` shares its outcome.
+    /// In O(1), without touching a change: on the writer's path of every remote sink.
+    @inline(__always)
+    private mutating func noteCoalesced(before version: UInt64) {
         counters.coalesced += buffer.count
-        guard let first = buffer.first?.version else { return }
-        outcomes.note(first...buffer[offset: buffer.count - 1].version, .coalesced(into: version))
+        let from = lastTaken &+ 1
+        let through = version &- 1
+        guard from <= through else { return }
+        if coalesced.through != 0 && coalesced.through &+ 1 >= from {
+            coalesced.through = through
+            return
+        }
+        if coalesced.through != 0 { outcomes.note(coalesced.from...coalesced.through, .coalesced) }
+        coalesced = (from, through)
     }
 
     /// The batch in flight meets `fate`.
