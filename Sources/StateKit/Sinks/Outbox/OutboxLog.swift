@@ -462,8 +462,7 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
             }
             guard low < positions.count else { return (Data(), kept) }
             let start = positions[offset: low].offset
-            let endIndex = low + maximumCount
-            let end = endIndex < positions.count ? positions[offset: endIndex].offset : endOffset
+            let end = maximumCount < positions.count - low ? positions[offset: low + maximumCount].offset : endOffset
             guard let reader = try? FileHandle(forReadingFrom: fileURL) else { return (Data(), kept) }
             defer { try? reader.close() }
             guard (try? reader.seek(toOffset: start)) != nil else { return (Data(), kept) }

@@ -25,6 +25,14 @@ struct SinkOutcomes {
     /// Sorted by version, the ranges disjoint.
     private(set) var entries: [Entry] = []
 
+    /// `batch` was delivered: what was coalesced into it was delivered with it, and need not be
+    /// remembered (so a sink that coalesces keeps no entry a batch).
+    mutating func delivered(_ batch: ClosedRange<UInt64>) {
+        while let last = entries.last, last.fate == .coalesced, batch.contains(last.versions.upperBound &+ 1) {
+            entries.removeLast()
+        }
+    }
+
     /// Records that `versions` met `fate`; a range next to one of the same fate extends it.
     mutating func note(_ versions: ClosedRange<UInt64>, _ fate: Fate) {
         if let last = entries.last, last.versions.upperBound < versions.lowerBound {
@@ -53,14 +61,6 @@ struct SinkOutcomes {
     /// Forgets all but the newest `count` entries.
     mutating func keepNewest(_ count: Int) {
         if entries.count > count { entries.removeFirst(entries.count - count) }
-    }
-
-    /// Forgets the newest ranges of coalesced changes whose next version is within `delivered`:
-    /// they were delivered with it, as unlisted versions are.
-    mutating func forgetCoalesced(deliveredIn delivered: ClosedRange<UInt64>) {
-        while let last = entries.last, last.fate == .coalesced, delivered.contains(last.versions.upperBound &+ 1) {
-            entries.removeLast()
-        }
     }
 
     /// The range recorded for `version`, with its fate, or `nil` (delivered, once settled).

@@ -116,12 +116,10 @@ struct SinkPipelineStateMachine<Value: Sendable> {
     private var attempts = 0
     /// For a pipeline without a log, stopped: the first version it never delivered.
     private var undeliveredFrom: UInt64?
-    /// The newest version taken from the buffer to send (or, at start, settled before it): the
-    /// buffer holds only newer ones.
+    /// Every version up to this one is settled or in flight; those after it and before the
+    /// buffer's first change were coalesced into that change (or are not for this sink). Kept by
+    /// the delivery task: a writer that coalesces records nothing.
     private var lastTaken: UInt64
-    /// The newest range of coalesced versions, kept here (not yet in ``outcomes``) while
-    /// coalescing goes on, so that a writer extends it in O(1); empty while `through` is 0.
-    private var coalesced: (from: UInt64, through: UInt64) = (0, 0)
     /// Whether ``SinkStatistics/lastError`` came from a failed load, not from a send: the next
     /// load that succeeds clears it, as a send that succeeds clears any.
     private var isLoadError = false
@@ -183,7 +181,7 @@ struct SinkPipelineStateMachine<Value: Sendable> {
                 case .dropNewest:
                     isFirstDrop = noteDrop(change.version)
                 case .coalesceToLatest:
-                    noteCoalesced(before: change.version)
+                    counters.coalesced += buffer.count
                     buffer.replaceAll(with: change)
                 }
             }
@@ -248,6 +246,9 @@ struct SinkPipelineStateMachine<Value: Sendable> {
                 return .waitForInterval
             }
             inFlight = buffer.popFirst(upTo: policy.maximumBatchSize)
+            if policy.overflow == .coalesceToLatest, let first = inFlight.first?.version, first > lastTaken &+ 1 {
+                outcomes.note((lastTaken &+ 1)...(first &- 1), .coalesced)
+            }
             lastTaken = inFlight.last?.version ?? lastTaken
             attempts = 1
             phase = .sending
@@ -287,7 +288,7 @@ struct SinkPipelineStateMachine<Value: Sendable> {
         guard phase != .stopped, var next = spilledFrom else { return [] }
         for change in changes where change.version >= next {
             if policy.overflow == .coalesceToLatest && buffer.count >= policy.bufferLimit {
-                noteCoalesced(before: change.version)
+                counters.coalesced += buffer.count
                 buffer.removeAll()
             }
             buffer.append(change)
@@ -318,12 +319,8 @@ struct SinkPipelineStateMachine<Value: Sendable> {
             counters.coalesced += inFlight.count
             noteInFlight(.discarded(reason: reason))
         } else {
-            // What was coalesced into this batch is delivered with it: nothing to remember.
             if let first = inFlight.first?.version, let last = inFlight.last?.version {
-                if coalesced.through != 0 && coalesced.through &+ 1 >= first && coalesced.through < last {
-                    coalesced = (0, 0)
-                }
-                outcomes.forgetCoalesced(deliveredIn: first...last)
+                outcomes.delivered(first...last)
             }
             counters.sent += inFlight.count
         }
@@ -335,6 +332,7 @@ struct SinkPipelineStateMachine<Value: Sendable> {
         counters.retryAt = nil
         lastFailedAt = nil
         inFlight = []
+        settledInFlight()
         phase = .idle
         return (takeSatisfiedWaiters(), wasPaused)
     }
@@ -402,6 +400,7 @@ struct SinkPipelineStateMachine<Value: Sendable> {
         counters.failed += inFlight.count
         counters.retryAt = nil
         inFlight = []
+        settledInFlight()
         phase = .idle
         return .drop(isRefused: isRefused, fate: fate, waiters: takeSatisfiedWaiters())
     }
@@ -518,6 +517,7 @@ struct SinkPipelineStateMachine<Value: Sendable> {
     mutating func skip(_ version: UInt64) -> [FlushWaiter] {
         guard phase != .stopped, version > lastVersion else { return [] }
         lastVersion = version
+        if buffer.isEmpty && inFlight.isEmpty && spilledFrom == nil { lastTaken = version }
         return takeSatisfiedWaiters()
     }
 
@@ -526,16 +526,19 @@ struct SinkPipelineStateMachine<Value: Sendable> {
     func outcome(of version: UInt64) -> WriteOutcome? {
         var version = version
         while true {
-            if coalesced.through != 0 && (coalesced.from...coalesced.through).contains(version) {
-                version = coalesced.through &+ 1
-                continue
-            }
             let entry = outcomes.entry(of: version)
             switch entry?.fate {
             case .discarded(let reason)?: return .discarded(reason: reason)
             case .rejected(let reason)?: return .rejected(reason: reason)
             case .coalesced?: version = (entry?.versions.upperBound ?? version) &+ 1
             case nil:
+                // Coalesced into the buffer's first change, not yet taken to send.
+                if policy.overflow == .coalesceToLatest, version > lastTaken, let first = buffer.first?.version,
+                    version < first
+                {
+                    version = first
+                    continue
+                }
                 if let undeliveredFrom, version >= undeliveredFrom {
                     return .discarded(
                         reason: "sink \(sinkName) stopped before delivering it: its container was released and the "
@@ -607,21 +610,9 @@ struct SinkPipelineStateMachine<Value: Sendable> {
         return false
     }
 
-    /// The buffer's changes are replaced by the change of `version`, which carries their value:
-    /// every version after the last one taken to send and before `version` shares its outcome.
-    /// In O(1), without touching a change: on the writer's path of every remote sink.
-    @inline(__always)
-    private mutating func noteCoalesced(before version: UInt64) {
-        counters.coalesced += buffer.count
-        let from = lastTaken &+ 1
-        let through = version &- 1
-        guard from <= through else { return }
-        if coalesced.through != 0 && coalesced.through &+ 1 >= from {
-            coalesced.through = through
-            return
-        }
-        if coalesced.through != 0 { outcomes.note(coalesced.from...coalesced.through, .coalesced) }
-        coalesced = (from, through)
+    /// The batch in flight is settled: with nothing buffered, so is every version handed so far.
+    private mutating func settledInFlight() {
+        if buffer.isEmpty && spilledFrom == nil { lastTaken = lastVersion }
     }
 
     /// The batch in flight meets `fate`.

@@ -72,14 +72,17 @@ import Testing
             let state = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: refusing).named("strict") }
             var last: WriteReceipt?
             for _ in 1...700 { last = state.write { $0 += 1 } }
-            #expect(await last?.outcome(timeout: .seconds(30)) == .rejected(reason: "sink strict refused it: \(Refusal())"))
+            #expect(
+                await last?.outcome(timeout: .seconds(30)) == .rejected(reason: "sink strict refused it: \(Refusal())"))
         }
         let state = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: ClosureSink<Int> { _ in }) }
         #expect(state.version == 700)
         for version in UInt64(1)...700 {
             let outcome = await state.receipt(for: version)?.outcome(timeout: .seconds(30))
             if version % 100 == 0 {
-                #expect(outcome.map { "\($0)".contains("strict") } == true, "version \(version): \(String(describing: outcome))")
+                #expect(
+                    outcome.map { "\($0)".contains("strict") } == true,
+                    "version \(version): \(String(describing: outcome))")
             } else {
                 #expect(outcome == .delivered, "version \(version)")
             }
