@@ -34,6 +34,10 @@ import StateKitHTTP
 //     were written; from then on it holds every batch. Once the receipt of the last change of the
 //     first half resolved, prints "settled <half> wrote <count>" and waits to be killed (see
 //     ReceiptRelaunchTests).
+//   statekit-sinks-helper outbox-saved-full-disk <log> <key> -
+//     a container behind a DurableOutbox whose log cannot grow (RLIMIT_FSIZE at its size) writes
+//     once and asks its receipt whether it is saved, waiting 1 s; then lifts the limit and asks
+//     again, waiting 10 s; prints "saved <first> <second>" and exits (see ReceiptRelaunchTests).
 //   statekit-sinks-helper outbox-lagging <log> <key> <events>
 //     writes through a DurableOutbox with the default buffer (10,000) to a sink that appends JSON
 //     lines to <events>, lagging: it starts 200 ms late, then takes 1 ms per batch. Prints
@@ -287,6 +291,21 @@ case "outbox-receipts":
     let outcome = await state.receipt(for: half)?.outcome(timeout: .seconds(60))
     FileHandle.standardOutput.write(Data("settled \(outcome == nil ? 0 : half) wrote \(state.version)\n".utf8))
     waitToBeKilled()
+case "outbox-saved-full-disk":
+    let state = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: ClosureSink<Int> { _ in }) }
+    await state.flush()
+    signal(SIGXFSZ, SIG_IGN)
+    var limit = rlimit()
+    getrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
+    let unlimited = limit
+    limit.rlim_cur = rlim_t((try? FileManager.default.attributesOfItem(atPath: log.path)[.size] as? Int) ?? 0)
+    setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
+    let receipt = state.write { $0 += 1 }
+    let whileFull = await receipt.saved(timeout: .seconds(1))
+    limit = unlimited
+    setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
+    let afterwards = await receipt.saved(timeout: .seconds(10))
+    print("saved \(whileFull) \(afterwards)")
 case "outbox-lagging":
     let sink = LaggingSink(
         base: eventsSink(arguments[4]), start: .now + .milliseconds(200), lag: .milliseconds(1))

@@ -280,9 +280,15 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
         // A rewrite during the `fsync` replaced the file forced: the new one is forced next.
         for _ in 0..<3 {
             let found: (descriptor: Int32, through: UInt64, rewrites: UInt64)? = lock.withLock {
-                guard version <= lastRecorded, !unwritten.firstSatisfies({ $0.version <= version }),
-                    unlogged[version] == nil, let handle
-                else { return nil }
+                // Written, unless a full disk kept it out: then it waits for the repair (a delivered
+                // change leaves the queue of what failed, while the file still lacks the newest).
+                let isWritten =
+                    isNewestLogged
+                    ? !unwritten.firstSatisfies { $0.version <= version }
+                    : unwritten.firstSatisfies {
+                        $0.version > version
+                    }
+                guard version <= lastRecorded, isWritten, unlogged[version] == nil, let handle else { return nil }
                 if version <= synchronizedThrough { return (-1, synchronizedThrough, rewrites) }
                 // Duplicated: a rewrite may close the handle while the descriptor is forced.
                 let through = unwritten.first.map { $0.version - 1 } ?? lastRecorded

@@ -57,6 +57,18 @@ import Testing
         #expect(state.pendingWrites.isEmpty)
     }
 
+    /// A write whose log append met a full disk is not saved, however long one waits, until the
+    /// disk has room: then the log's repair writes it, and it is saved.
+    @Test func aWriteTheFullDiskKeptOutOfTheLogIsNotSavedUntilItIsWritten() async throws {
+        let directory = try makeDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let child = try await SinksHelper.launch([
+            "outbox-saved-full-disk", directory.appending(path: "state.outbox").path, uniqueKey(), "-",
+        ])
+        #expect(await child.exitStatus() == 0)
+        #expect(child.firstLine == "saved false true")
+    }
+
     /// In one process: a container released and made again over its outbox answers for the
     /// versions the first one wrote, with what the log kept of their outcomes, also after the log
     /// was compacted (every 256 records).
