@@ -64,7 +64,12 @@ final class FaultyStorage: StateStorage, @unchecked Sendable {
         #expect(state.saveError == nil)
     }
 
-    @Test func aSaveFailingForLongIsVisibleAsSaveErrorThenClearedByTheNextSave() throws {
+    /// Off the pool: each flush retries a failing save for most of a second, sleeping.
+    @Test func aSaveFailingForLongIsVisibleAsSaveErrorThenClearedByTheNextSave() async throws {
+        try await offThePool(Self.failForLongThenSave)
+    }
+
+    private static func failForLongThenSave() throws {
         let storage = FaultyStorage()
         let key = uniqueKey()
         let state = PersistedState(0, key: key, storage: storage)
@@ -80,7 +85,11 @@ final class FaultyStorage: StateStorage, @unchecked Sendable {
         #expect(try storage.base.load(forKey: key) == Data("2".utf8))
     }
 
-    @Test func saveErrorIsObservable() {
+    @Test func saveErrorIsObservable() async {
+        await awayFromThePool(Self.observeTheSaveError)
+    }
+
+    private static func observeTheSaveError() {
         let storage = FaultyStorage()
         let state = PersistedState(0, key: uniqueKey(), storage: storage)
         let changed = LockedBox(false)

@@ -2,8 +2,14 @@ import Foundation
 import StateKit
 import Testing
 
+/// The tests wait for their child processes off the cooperative pool: synchronous, each held one
+/// of its two threads meanwhile, and under the sanitizer the suite's first minute stalled.
 @Suite struct PersistenceProcessTests {
-    @Test func valueWrittenByOneProcessIsReadByTheNext() throws {
+    @Test func valueWrittenByOneProcessIsReadByTheNext() async throws {
+        try await offThePool(Self.writeThenRead)
+    }
+
+    private static func writeThenRead() throws {
         let directory = TemporaryDirectory()
         defer { directory.cleanUp() }
         let key = uniqueKey()
@@ -13,7 +19,11 @@ import Testing
         #expect(PersistedState("", key: key, storage: .file(directory.url)).value == value)
     }
 
-    @Test func killedWriterAlwaysLeavesAFileThatDecodesToAWrittenValue() throws {
+    @Test func killedWriterAlwaysLeavesAFileThatDecodesToAWrittenValue() async throws {
+        try await offThePool(Self.killWritersAndRead)
+    }
+
+    private static func killWritersAndRead() throws {
         let directory = TemporaryDirectory()
         defer { directory.cleanUp() }
         let key = uniqueKey()

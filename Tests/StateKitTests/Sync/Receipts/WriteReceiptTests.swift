@@ -5,7 +5,7 @@ import Testing
 
 /// Semantics 26: every write has a receipt, which resolves exactly once, per container, to
 /// delivered, discarded or rejected, as the sinks' books say.
-@Suite(.timeLimit(.minutes(2))) struct WriteReceiptTests {
+@Suite(.contendingTimeLimit) struct WriteReceiptTests {
     init() { DiagnosticsRecorder.start() }
 
     struct Refusal: StateSinkError {
