@@ -48,21 +48,15 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
     private let gate = AsyncGate()
     private let lock = NSLock()
     private var channel: RemoteChannel<Value>?
-    /// The sync record the channel came with, until the first push or pull takes it in.
-    private var record: SyncRecord?
     // Inside the gate only:
-    private var etag: String?
-    private var base: Value?
-    /// `base` as the server sent it, to tell a server that changed from one that did not.
-    private var baseData: Data?
-    /// The base and validator of the sync record as the engine last took it in or left it.
-    private var recordedBase: Data?
-    private var recordedValidator: String?
-    /// What the previous sender of a key shared across processes was sending when it stopped, in
-    /// a record just taken in: checked against the server before the next write.
-    private var takenOverSending: Data?
+    /// Without a container, what the server holds: with one, the container's ledger keeps it (its
+    /// sync record), and the engine keeps no copy.
+    private var unconnected = SyncRecord()
     /// The newest version the server reflects; used only without a container (no sync record).
     private var agreedVersion: UInt64 = 0
+    /// The record's note of a value being sent that the engine dealt with: its own, or one a
+    /// previous launch (or sender) left, checked against the server once.
+    private var knownSending: Data?
     private var hasLoaded = false
     /// The newest container version whose local changes `.serverWins` discarded: a change up to
     /// it was never delivered.
@@ -84,15 +78,10 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
     /// the container's flushes wait for it and its status learns the answer. A load that fails is
     /// made again before the first push.
     func connect(_ channel: RemoteChannel<Value>) {
-        let record = channel.syncRecord
-        lock.withLock {
-            self.channel = channel
-            self.record = record
-        }
+        lock.withLock { self.channel = channel }
         guard configuration.loadsOnStart else { return }
         channel.loadAtStart {
             try await self.gate.run {
-                self.adoptRecord()
                 try await self.checkTakenOverSend()
                 if !self.hasLoaded { try await self.pullInGate() }
             }
@@ -103,25 +92,42 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
         lock.withLock { channel }
     }
 
-    /// Takes in the sync record the channel came with, once; later, the record when another
-    /// agreement replaced the one the engine left (another process sent the key, and this one
-    /// took over from its agreement). Inside the gate.
-    private func adoptRecord() {
-        let record: SyncRecord
-        if let first = lock.withLock({ self.record.take() }) {
-            record = first
-        } else {
-            guard let current = connected?.syncRecord,
-                current.base != recordedBase || current.validator != recordedValidator
-            else { return }
-            record = current
+    /// What the server last agreed on or was seen to hold: the container's sync record (another
+    /// process's agreements included, once this one took over sending), or the engine's own
+    /// without a container. Inside the gate.
+    private var book: SyncRecord {
+        connected?.syncRecord ?? unconnected
+    }
+
+    /// The `ETag` the next write is conditional on.
+    private var etag: String? {
+        book.validator
+    }
+
+    /// The base as the server sent it, to tell a server that changed from one that did not.
+    private var baseData: Data? {
+        book.base
+    }
+
+    /// The base of a three-way merge.
+    private var base: Value? {
+        baseData.flatMap { try? configuration.decoder.decode(Value.self, from: $0) }
+    }
+
+    /// The server holds `data` under `validator` while local changes stay unsent; see
+    /// ``RemoteChannel/recordBase(_:validator:from:)``.
+    private func based(_ data: Data?, validator: String?, from version: UInt64?) {
+        guard let channel = connected else {
+            unconnected.base = data
+            unconnected.validator = validator
+            return
         }
-        recordedBase = record.base
-        recordedValidator = record.validator
-        takenOverSending = record.sending
-        etag = record.validator
-        baseData = record.base
-        base = record.base.flatMap { try? configuration.decoder.decode(Value.self, from: $0) }
+        channel.recordBase(data, validator: validator, from: version)
+    }
+
+    /// The server's validator moved (or the resource is gone), its value as the base holds it.
+    private func validatorMoved(to validator: String?) {
+        based(baseData, validator: validator, from: 0)
     }
 
     /// The `ETag` the next write is conditional on; `nil` when the resource is not known to exist,
@@ -139,7 +145,6 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
                 guard change.version > agreedVersion else { return }
                 return try await write(change.newValue, version: change.version, change: change)
             }
-            adoptRecord()
             // First: the previous sender's own write, cut short, is no value to load.
             try await checkTakenOverSend()
             if configuration.loadsOnStart && !hasLoaded { try await pullInGate() }
@@ -175,26 +180,26 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
     /// whose client was killed), those bytes are the key's own write cut short: the next write
     /// replaces them, on the base the record agreed.
     private func checkTakenOverSend() async throws {
-        guard let sending = takenOverSending else { return }
+        guard let sending = book.sending, sending != knownSending else { return }
         switch try await read(conditional: true) {
-        case .value(let remote, let data, let remoteETag) where data == sending:
+        case .value(_, let data, let remoteETag) where data == sending:
             // A read of the server's value: the load at start need not read it again.
             hasLoaded = true
-            etag = remoteETag
-            base = remote
-            baseData = data
-            // The container holds just that value: agreed, nothing to send.
             if let current = connected?.current, (try? configuration.encoder.encode(current.value)) == data {
+                // The container holds just that value: agreed, nothing to send.
                 recordAgreement(base: data, validator: remoteETag, atVersion: current.version)
+            } else {
+                // The key's own write, which every value stored since includes.
+                based(data, validator: remoteETag, from: connected?.current?.version ?? 0)
             }
         case .value(_, let data, let remoteETag) where Self.isCutShort(data, of: sending):
-            etag = remoteETag
+            validatorMoved(to: remoteETag)
         case .unreadable(let remoteETag, let error) where Self.isCutShort(error.body, of: sending):
-            etag = remoteETag
+            validatorMoved(to: remoteETag)
         default:
             break
         }
-        takenOverSending = nil
+        knownSending = sending
     }
 
     /// Whether `data` is the first bytes of `sent` and not all of them (a cut-short JSON value may
@@ -209,6 +214,7 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
         var round = 0
         while true {
             let body = try configuration.encoder.encode(local)
+            knownSending = body
             await connected?.recordSending(body)
             var request = makeRequest(method: configuration.method)
             if let etag {
@@ -249,14 +255,13 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
                 }
                 switch try await read(conditional: false) {
                 case .unchanged, .absent:
-                    etag = nil  // gone: create it again
+                    validatorMoved(to: nil)  // gone: create it again
                 case .unreadable(let remoteETag, _):
                     // Nothing there to keep or merge (a write cut short, see pullInGate()): the
                     // value being sent goes over it.
                     reportOverwritingUnreadable()
-                    etag = remoteETag
+                    validatorMoved(to: remoteETag)
                 case .value(let remote, let data, let remoteETag):
-                    etag = remoteETag
                     if data == body {
                         // The server holds what is being sent: an earlier attempt went through
                         // (its answer lost, or the app killed before it recorded it).
@@ -265,24 +270,26 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
                         return
                     }
                     // Only the validator moved since the base: not a conflict, write again.
-                    if let baseData, data == baseData { continue }
+                    if let baseData, data == baseData {
+                        validatorMoved(to: remoteETag)
+                        continue
+                    }
                     switch configuration.conflictPolicy {
                     case .serverWins:
-                        base = remote
-                        baseData = data
                         let applied = connected?.applyRemote(remote)
                         reportDiscarded(local, through: applied.map { $0 - 1 } ?? version)
                         agreedVersion = max(agreedVersion, applied ?? version)
+                        if connected == nil { unconnected = SyncRecord(base: data, validator: remoteETag) }
                         recordAgreement(base: data, validator: remoteETag, atVersion: applied ?? version)
                         return
                     case .clientWins:
-                        base = remote
-                        baseData = data
+                        // The local value wins over what the server holds now.
+                        based(data, validator: remoteETag, from: version)
                     case .merge(let merge):
                         local = merge(base, local, remote)
-                        base = remote
-                        baseData = data
                         merged = true
+                        // Stored only once a value holding the merge is: it is made on success.
+                        based(data, validator: remoteETag, from: nil)
                     }
                 }
             case 300..<400:
@@ -314,21 +321,14 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
 
     /// The server took `value` (its bytes `data`) at the container's `version`, under `etag`.
     private func agree(_ value: Value, data: Data, etag newETag: String?, version: UInt64) {
-        etag = newETag
-        base = value
-        baseData = data
         agreedVersion = max(agreedVersion, version)
+        if connected == nil { unconnected = SyncRecord(base: data, validator: newETag) }
         recordAgreement(base: data, validator: newETag, atVersion: version)
     }
 
-    /// Records an agreement in the container's sync record, and notes the record as the ledger
-    /// holds it then, so that only a record someone else changed is taken in again.
+    /// Records an agreement in the container's sync record.
     private func recordAgreement(base: Data?, validator: String?, atVersion version: UInt64) {
-        guard let channel = connected else { return }
-        channel.recordAgreement(base: base, validator: validator, atVersion: version)
-        let record = channel.syncRecord
-        recordedBase = record.base
-        recordedValidator = record.validator
+        connected?.recordAgreement(base: base, validator: validator, atVersion: version)
     }
 
     /// Reports the local changes a ``SyncConflictPolicy/serverWins`` conflict throws away.
@@ -359,7 +359,6 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
 
     func pull() async throws {
         try await gate.run {
-            adoptRecord()
             try await checkTakenOverSend()
             try await pullInGate()
         }
@@ -372,7 +371,7 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
         case .unchanged:
             return
         case .absent:
-            etag = nil
+            validatorMoved(to: nil)
         case .value(let remote, let data, let remoteETag):
             take(remote, data: data, etag: remoteETag)
         case .unreadable(let remoteETag, let error):
@@ -383,7 +382,7 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
             // container has nothing of its own to send, and it stays an error.
             guard connected?.syncRecord.hasUnsentChanges == true else { throw error }
             reportOverwritingUnreadable()
-            etag = remoteETag
+            validatorMoved(to: remoteETag)
         }
     }
 
@@ -400,17 +399,13 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
     /// Takes a value read from the server: into the container when it holds no unsent local
     /// changes; through the conflict policy when it does and the server changed since the base.
     private func take(_ remote: Value, data: Data, etag remoteETag: String?) {
-        etag = remoteETag
         guard let channel = connected else {
-            base = remote
-            baseData = data
+            unconnected = SyncRecord(base: data, validator: remoteETag)
             return
         }
         while let current = channel.current {
             let localData = try? configuration.encoder.encode(current.value)
             if localData == data {
-                base = remote
-                baseData = data
                 recordAgreement(base: data, validator: remoteETag, atVersion: current.version)
                 return
             }
@@ -420,29 +415,23 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
             let isLocalEdit = channel.syncRecord.hasUnsentChanges && (baseData == nil || localData != baseData)
             if !isLocalEdit || configuration.onConflict != nil {
                 guard let applied = channel.applyRemote(remote, ifVersion: current.version) else { continue }
-                base = remote
-                baseData = data
                 recordAgreement(base: data, validator: remoteETag, atVersion: applied)
                 return
             }
             // Unsent local changes over a server that did not change since the base: the next
             // push sends them, conditionally on the `ETag` just read.
-            if let baseData, data == baseData { return }
+            if let baseData, data == baseData { return validatorMoved(to: remoteETag) }
             switch configuration.conflictPolicy {
             case .serverWins:
-                base = remote
-                baseData = data
                 let applied = channel.applyRemote(remote)
                 reportDiscarded(current.value, through: applied.map { $0 - 1 } ?? current.version)
                 recordAgreement(base: data, validator: remoteETag, atVersion: applied ?? current.version)
             case .clientWins:
-                base = remote
-                baseData = data
+                based(data, validator: remoteETag, from: current.version)
             case .merge(let merge):
                 let agreed = base
-                base = remote
-                baseData = data
-                channel.modify { local in local = merge(agreed, local, remote) }
+                let merged = channel.modify { local in local = merge(agreed, local, remote) }
+                based(data, validator: remoteETag, from: merged)
             }
             return
         }

@@ -35,6 +35,7 @@ import Foundation
 /// | ``saveSucceeded(version:)``         | saved version; failure cleared        | store the records an agreement now covers |
 /// | ``saveFailed(_:)``                  | failure kept; one more failed attempt | publish; report each distinct error once until a save succeeds; retry later |
 /// | ``agreed(_:base:validator:atVersion:)`` | the record agreed, unsent if a local change came after | store the records (after the value, for a cell that saves it) |
+/// | ``based(_:base:validator:from:)``   | the destination's value and validator, local changes still unsent | store the records once the local value that includes the base is saved |
 /// | ``recordsStored(_:)``               | storage holds those records           | none                                     |
 /// | ``tookOverSending(_:)``             | the previous sender's records, unsent | none                                     |
 /// | ``sending(_:data:)``                | the record notes the value being sent | store the records, before the send        |
@@ -45,7 +46,11 @@ import Foundation
 /// record only once its agreement's version is saved; until then it gives the record storage held
 /// before, marked unsent, so the next launch sends the stored value conditionally on the old
 /// validator and a real conflict goes to the policy with the true base. A local change's unsent
-/// mark is stored before the value it marks (``SavePlan/write(recordsFirst:)``).
+/// mark is stored before the value it marks (``SavePlan/write(recordsFirst:)``). Likewise a base
+/// taken with local changes unsent (``based(_:base:validator:from:)``, a conflict the policy
+/// resolved for the local side, or a merge) is stored only once storage holds a value that
+/// includes it: before, a kill would leave a record whose base the stored value never saw, and the
+/// next launch would send that value over the server's changes.
 struct CellLedger {
     /// What a save of the newest value must do.
     enum SavePlan {
@@ -89,6 +94,9 @@ struct CellLedger {
     private(set) var records: [String: SyncRecord] = [:]
     /// The version each record's last agreement was made at.
     private var agreedVersions: [String: UInt64] = [:]
+    /// For a record whose base was taken with local changes unsent, the local version that
+    /// includes that base (`nil`: none yet); the base is stored once that version is saved.
+    private var basedVersions: [String: UInt64?] = [:]
     /// The records storage holds.
     private var storedRecords: [String: SyncRecord] = [:]
     /// The version of the newest local change, or of the unsent value found at launch.
@@ -160,10 +168,24 @@ struct CellLedger {
     mutating func agreed(_ name: String, base: Data?, validator: String?, atVersion version: UInt64) -> Bool {
         let record = SyncRecord(base: base, validator: validator, hasUnsentChanges: newestLocalVersion > version)
         agreedVersions[name] = max(agreedVersions[name] ?? 0, version)
+        basedVersions[name] = nil
         guard records[name] != record else { return false }
         records[name] = record
         isAllUnsent = records.values.allSatisfy(\.hasUnsentChanges)
         checkInvariants()
+        return true
+    }
+
+    /// The destination `name` holds `base` under `validator` while local changes stay unsent: read
+    /// from it (its validator moved, or its value was cut short), or taken as the base of a local
+    /// value (a conflict resolved for the local side, a merge) made at `version`, which includes
+    /// it; `nil` when that value is not made yet. Returns whether the records must be stored.
+    mutating func based(_ name: String, base: Data?, validator: String?, from version: UInt64?) -> Bool {
+        guard var record = records[name], record.base != base || record.validator != validator else { return false }
+        record.base = base
+        record.validator = validator
+        records[name] = record
+        basedVersions[name] = version
         return true
     }
 
@@ -176,6 +198,7 @@ struct CellLedger {
             agreedVersions[name] = nil
         }
         for name in records.keys { records[name]?.hasUnsentChanges = true }
+        basedVersions = [:]
         storedRecords = found ?? [:]
         isAllUnsent = true
         checkInvariants()
@@ -198,6 +221,13 @@ struct CellLedger {
             previous.hasUnsentChanges = true
             previous.sending = record.sending
             safe[name] = previous
+        }
+        for (name, version) in basedVersions where records[name]?.hasUnsentChanges == true {
+            guard version.map({ !isSaved($0) }) ?? true, var kept = safe[name] else { continue }
+            let previous = storedRecords[name] ?? SyncRecord()
+            kept.base = previous.base
+            kept.validator = previous.validator
+            safe[name] = kept
         }
         return safe == storedRecords ? nil : safe
     }

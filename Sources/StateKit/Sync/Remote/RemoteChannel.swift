@@ -188,6 +188,17 @@ public final class RemoteChannel<Value: Sendable>: @unchecked Sendable {
         await records.sending(recordName, data: data)
     }
 
+    /// Records that the server holds `base` under `validator` while the container's local changes
+    /// stay unsent: its validator moved, its value was cut short, or a conflict was resolved for
+    /// the local side (`version`, the local value that includes `base`; `nil` until it is made).
+    ///
+    /// The ledger takes it now, for the sink's next conditional write, and stores it once storage
+    /// holds that local value: a kill never leaves a record whose base the stored value lacks.
+    package func recordBase(_ base: Data?, validator: String?, from version: UInt64?) {
+        guard container != nil || !isPersisted else { return }
+        records.base(recordName, base: base, validator: validator, from: version)
+    }
+
     /// Records that the server now holds `base` (encoded as the sink encodes values) under
     /// `validator`, as of the container's `version`: local changes made after that version stay
     /// unsent.

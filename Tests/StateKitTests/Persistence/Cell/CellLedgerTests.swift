@@ -47,6 +47,36 @@ import Testing
         #expect(ledger.records["server"]?.hasUnsentChanges == false)
     }
 
+    /// A base taken with local changes unsent (a merge, or a conflict the local side won) is the
+    /// one the next conditional write uses at once, and storage gets it only with a value that
+    /// includes it: a kill before leaves the old base, so the relaunch meets the conflict again
+    /// instead of sending the unmerged value over the server's change.
+    @Test func aBaseTakenWithUnsentChangesIsStoredOnlyWithAValueThatIncludesIt() {
+        var ledger = CellLedger(savesValue: true)
+        let stored = SyncRecord(base: Data("1".utf8), validator: "v1", hasUnsentChanges: true)
+        ledger.loaded(["server": stored])
+        ledger.recordsStored(["server": stored])
+        _ = ledger.localChange(2)
+        ledger.saveSucceeded(version: 2)
+        // The server changed to 5 (v5); the merge is a local change, version 3, not saved yet.
+        let isBased = ledger.based("server", base: Data("5".utf8), validator: "v5", from: 3)
+        #expect(isBased)
+        #expect(ledger.records["server"]?.validator == "v5", "the next write is conditional on v5")
+        #expect(ledger.recordsToStore() == nil, "storage keeps the old base until version 3 is saved")
+        _ = ledger.localChange(3)
+        ledger.saveSucceeded(version: 3)
+        #expect(
+            ledger.recordsToStore()?["server"]
+                == SyncRecord(base: Data("5".utf8), validator: "v5", hasUnsentChanges: true))
+        // A merge not made yet (its value exists only in the request): never stored, until the
+        // agreement that follows its success.
+        _ = ledger.based("server", base: Data("6".utf8), validator: "v6", from: nil)
+        ledger.saveSucceeded(version: 3)
+        #expect(ledger.recordsToStore()?["server"]?.validator != "v6")
+        _ = ledger.agreed("server", base: Data("7".utf8), validator: "v7", atVersion: 3)
+        #expect(ledger.recordsToStore()?["server"] == SyncRecord(base: Data("7".utf8), validator: "v7"))
+    }
+
     @Test func aLocalChangeAfterTheAgreedVersionStaysUnsent() {
         var ledger = CellLedger(savesValue: false)
         ledger.loaded([:])
