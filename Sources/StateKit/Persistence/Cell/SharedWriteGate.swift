@@ -393,11 +393,6 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
     /// and the rename about 170 µs).
     private static var syncDelay: Double { 0.05 }
 
-    /// Forces the key's file to disk now.
-    func synchronizeNow() {
-        storage.synchronize(forKey: key)
-    }
-
     /// Forces the key's file to disk soon, once for a burst of writes.
     private func scheduleSync() {
         let isNew = isSyncScheduled.withLock { isScheduled in

@@ -289,18 +289,14 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
     }
 
     /// Whether storage holds the cell's value of `version`, or a newer one, forced to disk (for
-    /// ``WriteReceipt/saved(timeout:)``). A key shared across processes is written without forcing
-    /// it: it is forced now, on the cell's queue.
-    func holdsOnDisk(_ version: UInt64) async -> Bool {
+    /// ``WriteReceipt/saved(timeout:)``): the storage forces it now, on the cell's queue (a key
+    /// shared across processes is written without it; `UserDefaults` writes its file later).
+    /// `nil` when it never will: storage in memory.
+    func holdsOnDisk(_ version: UInt64) async -> Bool? {
         guard lock.withLock({ ledger.storageHolds(version: version) }) else { return false }
-        guard let gate = sharedWriteGate else { return true }
-        await withCheckedContinuation { continuation in
-            queue.async {
-                gate.synchronizeNow()
-                continuation.resume()
-            }
+        return await withCheckedContinuation { continuation in
+            queue.async { continuation.resume(returning: self.codec.makeDurable() ? true : nil) }
         }
-        return true
     }
 
     // MARK: Saving

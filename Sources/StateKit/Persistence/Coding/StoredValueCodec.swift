@@ -35,6 +35,10 @@ struct StoredValueCodec<Value>: Sendable {
     var watch: @Sendable (_ onChange: @escaping @Sendable () -> Void) -> AnyObject?
     /// Where the key lives, for diagnostics.
     var location: String
+    /// Forces what the key holds to disk, so that it survives a power loss, and says whether it
+    /// does (``WriteReceipt/saved(timeout:)``): `false` for storage in memory. Blocks: call it
+    /// off the writer's thread and the cooperative pool.
+    var makeDurable: @Sendable () -> Bool
     /// The key's lock file (``SharedKeyLock``), when its storage is shared across processes.
     var sharedLockPath: String? = nil
 }
@@ -109,10 +113,28 @@ extension StoredValueCodec {
             },
             watch: { onChange in watcher?.watch(key: key, onChange: onChange) },
             location: storage.location,
+            makeDurable: { Self.makeDurable(key, in: storage) },
             sharedLockPath: (storage as? FileStateStorage).flatMap {
                 $0.isSharedAcrossProcesses ? $0.lockFileURL(forKey: key).path : nil
             }
         )
+    }
+}
+
+extension StoredValueCodec {
+    /// Forces `key` to disk in `storage`: a file shared across processes is written without it;
+    /// other files are forced as they are saved; memory holds nothing on disk. A storage StateKit
+    /// does not know is taken at its word: what it saved, it keeps.
+    fileprivate static func makeDurable(_ key: String, in storage: any StateStorage) -> Bool {
+        switch storage {
+        case is InMemoryStateStorage:
+            return false
+        case let files as FileStateStorage:
+            if files.isSharedAcrossProcesses { files.synchronize(forKey: key) }
+            return true
+        default:
+            return true
+        }
     }
 }
 

@@ -156,7 +156,9 @@ extension StoredValueCodec {
                 return asideKey
             },
             watch: { onChange in storage.watch(key: key, onChange: onChange) },
-            location: storage.location
+            location: storage.location,
+            // Writes the defaults' file now rather than at the system's moment.
+            makeDurable: { defaults.value.synchronize() }
         )
     }
 }

@@ -156,11 +156,19 @@ final class ReceiptBook<Value: Sendable>: ReceiptSource, @unchecked Sendable {
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: timeout)
         let logs = pipelines.compactMap(\.log)
+        var persistence = self.persistence
         guard persistence != nil || !logs.isEmpty else { return false }
         while !Task.isCancelled {
-            if let persistence {
-                await persistence.flushOffThePool()
-                if await persistence.holdsOnDisk(version) { return true }
+            if let stored = persistence {
+                await stored.flushOffThePool()
+                switch await stored.holdsOnDisk(version) {
+                case true?: return true
+                case false?: break
+                case nil:
+                    // Storage in memory: only an outbox can hold it on disk.
+                    guard !logs.isEmpty else { return false }
+                    persistence = nil
+                }
             }
             for log in logs where await log.synchronize(through: version) { return true }
             let left = clock.now.duration(to: deadline)

@@ -231,6 +231,33 @@ import Testing
         #expect(await first.write { $0 += 1 }.saved(timeout: .seconds(30)))
     }
 
+    /// `saved` is true where storage keeps the write on disk: files (shared across processes
+    /// too, forced when asked), `UserDefaults` (its file written when asked); never for storage
+    /// in memory, which says so at once rather than at the deadline.
+    @Test func savedIsTrueOnlyWhereStorageKeepsTheWriteOnDisk() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let suite = "statekit-receipts-\(UUID().uuidString)"
+        let defaults = try #require(UserDefaults(suiteName: suite))
+        defer { defaults.removePersistentDomain(forName: suite) }
+        let storages: [(String, any StateStorage, Bool)] = [
+            ("file", FileStateStorage(directory: directory.appendingPathComponent("plain")), true),
+            (
+                "shared file",
+                FileStateStorage(directory: directory.appendingPathComponent("shared"), sharedAcrossProcesses: true),
+                true
+            ),
+            ("user defaults", UserDefaultsStateStorage(defaults, suiteName: suite), true),
+            ("memory", InMemoryStateStorage(), false),
+        ]
+        for (name, storage, isDurable) in storages {
+            let state = SyncedState(0, key: uniqueKey(), storage: storage) { ClosureSink { _ in } }
+            let started = ContinuousClock.now
+            #expect(await state.write { $0 += 1 }.saved(timeout: .seconds(30)) == isDurable, "\(name)")
+            #expect(ContinuousClock.now - started < .seconds(20), "\(name): waited for the deadline")
+        }
+    }
+
     /// Without storage or an outbox nothing holds a write on disk.
     @Test func aContainerWithoutStorageSavesNothing() async {
         let state = SyncedState(0, key: uniqueKey()) { ClosureSink { _ in } }
