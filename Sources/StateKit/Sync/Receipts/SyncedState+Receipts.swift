@@ -5,7 +5,7 @@ extension SyncedState {
     /// and returns the write's receipt: its version, and what became of it.
     ///
     /// ```swift
-    /// let receipt = cart.write { $0.append("Book") }
+    /// let receipt = cart.write { $0.items.append(book) }
     /// switch await receipt.outcome(timeout: .seconds(10)) {
     /// case .delivered?: print("on the server")
     /// case let outcome?: print("not delivered:", outcome)
@@ -50,7 +50,7 @@ extension SyncedState {
     ///
     /// ```swift
     /// // After a relaunch: what became of the last edit made before the app was killed?
-    /// if let receipt = notes.receipt(for: notes.version) {
+    /// if let receipt = cart.receipt(for: cart.version) {
     ///     print(await receipt.outcome(timeout: .seconds(5)) ?? .discarded(reason: "unknown"))
     /// }
     /// ```

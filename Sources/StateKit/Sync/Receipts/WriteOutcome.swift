@@ -5,7 +5,7 @@
 /// the next.
 ///
 /// ```swift
-/// switch await cart.write({ $0.append("Book") }).outcome(timeout: .seconds(5)) {
+/// switch await cart.write({ $0.items.append(book) }).outcome(timeout: .seconds(5)) {
 /// case .delivered?: print("every sink has it")
 /// case .discarded(let reason)?, .rejected(let reason)?: print("lost:", reason)
 /// case nil: print("still on its way")

@@ -7,7 +7,7 @@
 /// an outbox keeps what became of its changes.
 ///
 /// ```swift
-/// let receipt = cart.write { $0.append("Book") }
+/// let receipt = cart.write { $0.items.append(book) }
 /// if await receipt.saved(timeout: .seconds(1)) {
 ///     print("version \(receipt.version) survives a power loss")
 /// }
