@@ -143,6 +143,21 @@ final class WriteFailures: @unchecked Sendable {
     }
 }
 
+/// No file may grow beyond `bytes` from now on, as on a full disk (the write that crosses it is
+/// cut short and fails, instead of the process being signalled); `nil` lifts the limit.
+func limitFileSize(to bytes: Int?) {
+    signal(SIGXFSZ, SIG_IGN)
+    var limit = rlimit()
+    getrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
+    limit.rlim_cur = bytes.map { rlim_t($0) } ?? limit.rlim_max
+    setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
+}
+
+/// The size of the outbox's log now.
+func sizeOfLog() -> Int {
+    (try? FileManager.default.attributesOfItem(atPath: log.path)[.size] as? Int) ?? 0
+}
+
 /// The test process that started the helper: when it is gone (it crashed before killing the
 /// helper), the helper exits instead of waiting forever.
 let parent = getppid()
@@ -197,19 +212,13 @@ case "outbox-full-disk":
         StateDiagnostics.standardError(diagnostic)
     }
     let state = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: StuckSink()) }
-    signal(SIGXFSZ, SIG_IGN)
-    var limit = rlimit()
-    getrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
-    let unlimited = limit
-    limit.rlim_cur = rlim_t(Int(arguments[4]) ?? 4_096)
-    setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
+    limitFileSize(to: Int(arguments[4]) ?? 4_096)
     var failedVersion: UInt64 = 0
     while failedVersion == 0 {
         state.modify { $0 += 1 }
         if failures.take() { failedVersion = state.version }
     }
-    limit = unlimited
-    setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
+    limitFileSize(to: nil)
     for _ in 1...10 { state.modify { $0 += 1 } }
     FileHandle.standardOutput.write(Data("failed \(failedVersion) \(state.version)\n".utf8))
     waitToBeKilled()
@@ -218,23 +227,13 @@ case "outbox-full-disk-freed", "outbox-full-disk-at-start":
     // start (even the log's rewrite at open fails) or from once the log is open; then the limit
     // is lifted and nothing more is written.
     let isFullAtStart = arguments[1] == "outbox-full-disk-at-start"
-    signal(SIGXFSZ, SIG_IGN)
-    var limit = rlimit()
-    getrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
-    let unlimited = limit
-    func fillTheDisk() {
-        limit.rlim_cur = rlim_t((try? FileManager.default.attributesOfItem(atPath: log.path)[.size] as? Int) ?? 0)
-        if isFullAtStart { limit.rlim_cur = 0 }
-        setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
-    }
-    if isFullAtStart { fillTheDisk() }
+    if isFullAtStart { limitFileSize(to: 0) }
     let state = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: ClosureSink<Int> { _ in }) }
     await state.flush()
-    if !isFullAtStart { fillTheDisk() }
+    if !isFullAtStart { limitFileSize(to: sizeOfLog()) }
     for _ in 1...(isFullAtStart ? 10 : 1_000) { state.modify { $0 += 1 } }
     await state.flush()
-    limit = unlimited
-    setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
+    limitFileSize(to: nil)
     FileHandle.standardOutput.write(Data("freed \(state.version)\n".utf8))
     waitToBeKilled()
 case "handler-writes" where arguments.count == 5:
@@ -263,11 +262,7 @@ case "handler-writes-outbox":
     // times, with a diagnostics handler that writes to it at each failed append reported.
     let state = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: ClosureSink<Int> { _ in }) }
     await state.flush()
-    signal(SIGXFSZ, SIG_IGN)
-    var limit = rlimit()
-    getrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
-    limit.rlim_cur = rlim_t((try? FileManager.default.attributesOfItem(atPath: log.path)[.size] as? Int) ?? 0)
-    setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
+    limitFileSize(to: sizeOfLog())
     let reports = WriteFailures()
     StateDiagnostics.handler = { diagnostic in
         guard diagnostic.kind == .outboxWriteFailed else { return }
@@ -294,16 +289,10 @@ case "outbox-receipts":
 case "outbox-saved-full-disk":
     let state = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: ClosureSink<Int> { _ in }) }
     await state.flush()
-    signal(SIGXFSZ, SIG_IGN)
-    var limit = rlimit()
-    getrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
-    let unlimited = limit
-    limit.rlim_cur = rlim_t((try? FileManager.default.attributesOfItem(atPath: log.path)[.size] as? Int) ?? 0)
-    setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
+    limitFileSize(to: sizeOfLog())
     let receipt = state.write { $0 += 1 }
     let whileFull = await receipt.saved(timeout: .seconds(1))
-    limit = unlimited
-    setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
+    limitFileSize(to: nil)
     let afterwards = await receipt.saved(timeout: .seconds(10))
     print("saved \(whileFull) \(afterwards)")
 case "outbox-lagging":

@@ -292,18 +292,9 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
     public func flush(timeout: Duration) async -> Bool {
         // Asked, a sink does not wait out its pause or backoff, nor a failed load its next try.
         for pipeline in pipelines { pipeline.retryNow() }
-        let finished = await withTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                await self.flush(waitsThroughPauses: true)
-                return !Task.isCancelled
-            }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return false
-            }
-            let finished = await group.next() ?? false
-            group.cancelAll()
-            return finished
+        let finished = await withDeadline(timeout, else: false) {
+            await self.flush(waitsThroughPauses: true)
+            return !Task.isCancelled
         }
         // What the status says now, read as the monitor reads it (its last refresh, made by the
         // flush, read the same statistics or older ones).

@@ -80,16 +80,7 @@ final class ReceiptBook<Value: Sendable>: ReceiptSource, @unchecked Sendable {
 
     func outcome(of version: UInt64, timeout: Duration) async -> WriteOutcome? {
         if let outcome = outcome(of: version) { return outcome }
-        return await withTaskGroup(of: WriteOutcome?.self) { group in
-            group.addTask { await self.wait(for: version) }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
-        }
+        return await withDeadline(timeout, else: nil) { await self.wait(for: version) }
     }
 
     /// Waits until `version` has an outcome, or the task is cancelled (`nil`).

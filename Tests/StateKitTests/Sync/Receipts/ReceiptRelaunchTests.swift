@@ -13,20 +13,14 @@ import Testing
         var retryAfter: Duration? { nil }
     }
 
-    private func makeDirectory() throws -> URL {
-        let directory = FileManager.default.temporaryDirectory.appending(path: "statekit-receipts-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        return directory
-    }
-
     /// A child writes 600 changes behind an outbox; its sink refuses every seventh and takes the
     /// others of the first 300, then holds the rest; the child is killed. The relaunch says the
     /// refused ones were rejected (naming the sink), the others of the first half delivered, and
     /// delivers the second half, each once: nothing refused is sent again.
     @Test func outcomesSurviveAKillAndTheRelaunchResolvesEveryLoggedWrite() async throws {
-        let directory = try makeDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let log = directory.appending(path: "state.outbox")
+        let temporary = TemporaryDirectory()
+        defer { temporary.cleanUp() }
+        let log = temporary.url.appending(path: "state.outbox")
         let key = uniqueKey()
         let child = try await SinksHelper.launch(["outbox-receipts", log.path, key, "600"])
         #expect(child.firstLine == "settled 300 wrote 600")
@@ -60,10 +54,10 @@ import Testing
     /// A write whose log append met a full disk is not saved, however long one waits, until the
     /// disk has room: then the log's repair writes it, and it is saved.
     @Test func aWriteTheFullDiskKeptOutOfTheLogIsNotSavedUntilItIsWritten() async throws {
-        let directory = try makeDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let temporary = TemporaryDirectory()
+        defer { temporary.cleanUp() }
         let child = try await SinksHelper.launch([
-            "outbox-saved-full-disk", directory.appending(path: "state.outbox").path, uniqueKey(), "-",
+            "outbox-saved-full-disk", temporary.url.appending(path: "state.outbox").path, uniqueKey(), "-",
         ])
         #expect(await child.exitStatus() == 0)
         #expect(child.firstLine == "saved false true")
@@ -73,9 +67,9 @@ import Testing
     /// versions the first one wrote, with what the log kept of their outcomes, also after the log
     /// was compacted (every 256 records).
     @Test func aContainerMadeAgainAnswersForTheFirstOnesWrites() async throws {
-        let directory = try makeDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let log = directory.appending(path: "state.outbox")
+        let temporary = TemporaryDirectory()
+        defer { temporary.cleanUp() }
+        let log = temporary.url.appending(path: "state.outbox")
         let key = uniqueKey()
         do {
             let refusing = ClosureSink<Int>(policy: SinkPolicy(maximumBatchSize: 1)) { changes in
