@@ -142,7 +142,9 @@ final class TransactionLog {
     /// it says otherwise (``StateHistory``'s undo and redo).
     @exclusivity(unchecked)
     var origin = ChangeOrigin.local
-    /// The receipts of writes made in the body, which the commit gives their versions.
+    /// The receipts of writes made in the body, which the commit gives their versions. Touched
+    /// only by the log's own thread, as the entries are.
+    @exclusivity(unchecked)
     private var receiptSlots: [TransactionReceiptSlot] = []
 
     /// Where the log's transactions are counted.
