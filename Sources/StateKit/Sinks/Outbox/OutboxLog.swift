@@ -282,12 +282,12 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
             let found: (descriptor: Int32, through: UInt64, rewrites: UInt64)? = lock.withLock {
                 // Written, unless a full disk kept it out: then it waits for the repair (a delivered
                 // change leaves the queue of what failed, while the file still lacks the newest).
-                let isWritten =
-                    isNewestLogged
-                    ? !unwritten.firstSatisfies { $0.version <= version }
-                    : unwritten.firstSatisfies {
-                        $0.version > version
-                    }
+                let isWritten: Bool
+                if isNewestLogged {
+                    isWritten = !unwritten.firstSatisfies { $0.version <= version }
+                } else {
+                    isWritten = unwritten.firstSatisfies { $0.version > version }
+                }
                 guard version <= lastRecorded, isWritten, unlogged[version] == nil, let handle else { return nil }
                 if version <= synchronizedThrough { return (-1, synchronizedThrough, rewrites) }
                 // Duplicated: a rewrite may close the handle while the descriptor is forced.
@@ -639,7 +639,9 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
     private func outcomeLines() -> Data {
         var lines = Data()
         for entry in settled.entries {
-            guard let line = encode(LogRecord(settled: LoggedOutcome(entry.versions, entry.fate))) else { continue }
+            guard let outcome = LoggedOutcome(entry.versions, entry.fate),
+                let line = encode(LogRecord(settled: outcome))
+            else { continue }
             lines.append(line)
         }
         return lines
@@ -706,20 +708,21 @@ struct LogRecord<Value: Codable>: Codable {
     var settled: LoggedOutcome?
 }
 
-/// A run of changes a sink settled without delivering them, as an outbox log keeps it.
+/// A run of changes a sink settled without delivering them, as an outbox log keeps it: a
+/// discard or a refusal (a change coalesced into a newer one shares that one's, and is not kept).
 struct LoggedOutcome: Codable {
     var from: UInt64
     var through: UInt64
     var discarded: String?
     var rejected: String?
 
-    init(_ versions: ClosedRange<UInt64>, _ fate: SinkOutcomes.Fate) {
+    init?(_ versions: ClosedRange<UInt64>, _ fate: SinkOutcomes.Fate) {
         from = versions.lowerBound
         through = versions.upperBound
         switch fate {
         case .discarded(let reason): discarded = reason
         case .rejected(let reason): rejected = reason
-        case .coalesced: discarded = "coalesced"
+        case .coalesced: return nil
         }
     }
 

@@ -86,6 +86,8 @@ struct SinkPipelineStateMachine<Value: Sendable> {
     let policy: SinkPolicy
     /// The sink's name, for the reasons of ``outcomes``.
     let sinkName: String
+    /// Why a full buffer drops a change, made once: a sink that overflows drops one a write.
+    private let dropReason: String
     /// Whether the sink's changes are also in a log the task can read back (a ``DurableOutbox``).
     let isLogBacked: Bool
     private(set) var phase = Phase.idle
@@ -133,6 +135,7 @@ struct SinkPipelineStateMachine<Value: Sendable> {
     ) {
         self.policy = policy
         self.sinkName = sinkName
+        self.dropReason = "\(policy.overflow) at sink \(sinkName): its buffer of \(policy.bufferLimit) changes was full"
         self.outcomes = outcomes
         self.isLogBacked = isLogBacked
         self.lastVersion = startVersion
@@ -595,13 +598,7 @@ struct SinkPipelineStateMachine<Value: Sendable> {
     /// at most two diagnostics per batch).
     private mutating func noteDrop(_ version: UInt64?) -> Bool {
         counters.dropped += 1
-        if let version {
-            outcomes.note(
-                version...version,
-                .discarded(
-                    reason: "\(policy.overflow) at sink \(sinkName): its buffer of \(policy.bufferLimit) changes "
-                        + "was full"))
-        }
+        if let version { outcomes.note(version...version, .discarded(reason: dropReason)) }
         guard isDropReported else {
             isDropReported = true
             return true

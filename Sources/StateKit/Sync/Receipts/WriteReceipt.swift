@@ -15,6 +15,10 @@
 /// ```
 ///
 /// - Note: A receipt is a small value; copies of it, and receipts of one version, agree.
+/// - Note: For a key shared across processes (``FileStateStorage/file(_:sharedAcrossProcesses:)``),
+///   one process at a time sends to a remote destination. In the others, a write's outcome at
+///   that destination waits until their process sends (when the sender exits, or dies): until
+///   then ``outcome(timeout:)`` returns `nil` at its deadline there.
 public struct WriteReceipt: Sendable {
     private let book: (any ReceiptSource)?
     private let fixedVersion: UInt64
