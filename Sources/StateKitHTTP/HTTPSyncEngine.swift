@@ -210,15 +210,19 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
 
     private func write(_ value: Value, version: UInt64, change: StateChange<Value>) async throws {
         var local = value
-        var merged = false
         var round = 0
+        // The server's value a merge in this call was made against, with its validator: the
+        // request's condition and base, kept here, not in the books, until the merge is accepted.
+        // A merged request that fails is retried from the container's value, which lacks the
+        // merge: on the books' older validator, it meets the conflict again and merges again.
+        var mergedOver: (base: Value, data: Data, validator: String?)?
         while true {
             let body = try configuration.encoder.encode(local)
             knownSending = body
             await connected?.recordSending(body)
             var request = makeRequest(method: configuration.method)
-            if let etag {
-                request.setValue(etag, forHTTPHeaderField: "If-Match")
+            if let condition = mergedOver.map(\.validator) ?? etag {
+                request.setValue(condition, forHTTPHeaderField: "If-Match")
             } else {
                 request.setValue("*", forHTTPHeaderField: "If-None-Match")
             }
@@ -235,7 +239,7 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
             switch status {
             case 200..<300:
                 agree(local, data: body, etag: try await etagAfterWrite(response, sent: body), version: version)
-                if merged { adoptMerged(local, data: body, over: value, at: version) }
+                if mergedOver != nil { adoptMerged(local, data: body, over: value, at: version) }
                 return
             case 412, 409, 404:
                 if let onConflict = configuration.onConflict {
@@ -256,21 +260,27 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
                 switch try await read(conditional: false) {
                 case .unchanged, .absent:
                     validatorMoved(to: nil)  // gone: create it again
+                    mergedOver = mergedOver.map { ($0.base, $0.data, nil) }
                 case .unreadable(let remoteETag, _):
                     // Nothing there to keep or merge (a write cut short, see pullInGate()): the
                     // value being sent goes over it.
                     reportOverwritingUnreadable()
                     validatorMoved(to: remoteETag)
+                    mergedOver = mergedOver.map { ($0.base, $0.data, remoteETag) }
                 case .value(let remote, let data, let remoteETag):
                     if data == body {
                         // The server holds what is being sent: an earlier attempt went through
                         // (its answer lost, or the app killed before it recorded it).
                         agree(local, data: body, etag: remoteETag, version: version)
-                        if merged { adoptMerged(local, data: body, over: value, at: version) }
+                        if mergedOver != nil { adoptMerged(local, data: body, over: value, at: version) }
                         return
                     }
                     // Only the validator moved since the base: not a conflict, write again.
-                    if let baseData, data == baseData {
+                    if let merge = mergedOver, data == merge.data {
+                        mergedOver = (merge.base, data, remoteETag)
+                        continue
+                    }
+                    if mergedOver == nil, let baseData, data == baseData {
                         validatorMoved(to: remoteETag)
                         continue
                     }
@@ -286,10 +296,8 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
                         // The local value wins over what the server holds now.
                         based(data, validator: remoteETag, from: version)
                     case .merge(let merge):
-                        local = merge(base, local, remote)
-                        merged = true
-                        // Stored only once a value holding the merge is: it is made on success.
-                        based(data, validator: remoteETag, from: nil)
+                        local = merge(mergedOver?.base ?? base, local, remote)
+                        mergedOver = (remote, data, remoteETag)
                     }
                 }
             case 300..<400:

@@ -26,9 +26,14 @@ import FoundationNetworking
         try await body(server)
     }
 
+    /// A network failure, for `failing`.
+    struct Unreachable: Error {}
+
+    /// A sink to `url` recording its requests in `requests`; a request `failing` picks fails before
+    /// it is sent, as when the network drops it.
     private func sink(
         _ server: RealHTTPServer, _ url: URL, _ conflictPolicy: SyncConflictPolicy<Note> = .serverWins,
-        requests: Collector<String>? = nil
+        requests: Collector<String>? = nil, failing: (@Sendable (URLRequest) -> Bool)? = nil
     ) -> HTTPSyncSink<Note> {
         var policy = SinkPolicy.latestValue
         policy.retry = RetryPolicy(initialDelay: .milliseconds(1), maximumDelay: .milliseconds(10), maximumAttempts: 3)
@@ -39,6 +44,7 @@ import FoundationNetworking
         ) { request in
             for (field, value) in headers { request.setValue(value, forHTTPHeaderField: field) }
             requests?.append("\(request.httpMethod ?? "?") \(request.value(forHTTPHeaderField: "If-Match") ?? "")")
+            if failing?(request) == true { throw Unreachable() }
         }
     }
 
@@ -126,14 +132,16 @@ import FoundationNetworking
 
     /// Two containers on one resource: `other` writes after `mine` loaded, then `mine` writes.
     private func conflict(
-        _ server: RealHTTPServer, _ policy: SyncConflictPolicy<Note>
+        _ server: RealHTTPServer, _ policy: SyncConflictPolicy<Note>, failing: (@Sendable (URLRequest) -> Bool)? = nil
     ) async throws -> (mine: SyncedState<Note>, server: Note?, requests: [String]) {
         let url = server.resource()
         let other = SyncedState(Note(text: ""), key: uniqueKey("other")) { sink(server, url) }
         other.modify { $0 = Note(text: "base", tags: ["base"]) }
         await other.flush()
         let requests = Collector<String>()
-        let mine = SyncedState(Note(text: ""), key: uniqueKey("mine")) { sink(server, url, policy, requests: requests) }
+        let mine = SyncedState(Note(text: ""), key: uniqueKey("mine")) {
+            sink(server, url, policy, requests: requests, failing: failing)
+        }
         try await mine.refresh()
         #expect(mine.value == Note(text: "base", tags: ["base"]))
         other.modify { $0 = Note(text: "theirs, longer", tags: ["base", "theirs"]) }
@@ -176,6 +184,31 @@ import FoundationNetworking
             let (mine, remote, _) = try await conflict(server, merge)
             let expected = Note(text: "theirs, longer + mine", tags: ["base", "theirs", "mine"])
             #expect(remote == expected)
+            #expect(mine.value == expected)
+        }
+    }
+
+    /// The merged write fails on its way (the network drops it) and is retried: the retry meets the
+    /// conflict again and merges again. Before, the engine kept the server's `ETag` from the merge
+    /// and the retry wrote the local value alone over the other device's change.
+    @Test(arguments: RealHTTPServer.Kind.allCases)
+    func aMergedWriteThatFailsIsMergedAgainWhenRetried(kind: RealHTTPServer.Kind) async throws {
+        try await with(kind) { server async throws in
+            let merge = SyncConflictPolicy<Note>.merge { base, local, remote in
+                let added = local.tags.filter { !(base?.tags ?? []).contains($0) && !remote.tags.contains($0) }
+                return Note(text: "\(remote.text) + \(local.text)", tags: remote.tags + added)
+            }
+            // The first `PUT` meets the conflict; the second carries the merge, and is dropped.
+            let puts = LockedBox(0)
+            let (mine, remote, requests) = try await conflict(server, merge) { request in
+                guard request.httpMethod == "PUT" else { return false }
+                return puts.withLock { count in
+                    count += 1
+                    return count == 2
+                }
+            }
+            let expected = Note(text: "theirs, longer + mine", tags: ["base", "theirs", "mine"])
+            #expect(remote == expected, "requests: \(requests)")
             #expect(mine.value == expected)
         }
     }
