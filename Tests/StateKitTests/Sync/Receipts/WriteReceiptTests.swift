@@ -253,8 +253,11 @@ import Testing
         for (name, storage, isDurable) in storages {
             let state = SyncedState(0, key: uniqueKey(), storage: storage) { ClosureSink { _ in } }
             let started = ContinuousClock.now
-            #expect(await state.write { $0 += 1 }.saved(timeout: .seconds(30)) == isDurable, "\(name)")
-            #expect(ContinuousClock.now - started < .seconds(20), "\(name): waited for the deadline")
+            // Ten minutes: a `false` that waited for its deadline shows against the bound below.
+            #expect(await state.write { $0 += 1 }.saved(timeout: .seconds(600)) == isDurable, "\(name)")
+            if !isDurable {
+                #expect(ContinuousClock.now - started < .seconds(120), "\(name): waited for the deadline")
+            }
         }
     }
 
