@@ -59,9 +59,11 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
         self.policy = sink.policy
         self.key = key
         self.log = log
+        // A receipt's reason names the sink, and a remote sink's destination.
+        let destination = (sink as? any RemoteSyncSink<Value>)?.destination
         self.machine = SinkPipelineStateMachine(
-            policy: sink.policy, sinkName: sink.name, isLogBacked: log != nil, startVersion: startVersion,
-            firstPending: firstPending, outcomes: outcomes)
+            policy: sink.policy, sinkName: destination.map { "\(sink.name) (\($0))" } ?? sink.name,
+            isLogBacked: log != nil, startVersion: startVersion, firstPending: firstPending, outcomes: outcomes)
     }
 
     /// Starts delivering: once the container is whole, so that a remote sink is connected (and

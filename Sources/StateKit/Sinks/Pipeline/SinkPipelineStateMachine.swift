@@ -84,7 +84,7 @@ struct SinkPipelineStateMachine<Value: Sendable> {
     }
 
     let policy: SinkPolicy
-    /// The sink's name, for the reasons of ``outcomes``.
+    /// The sink's name (and a remote sink's destination), for the reasons of ``outcomes``.
     let sinkName: String
     /// Why a full buffer drops a change, made once: a sink that overflows drops one a write.
     private let dropReason: String

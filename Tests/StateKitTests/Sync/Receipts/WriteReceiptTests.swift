@@ -1,4 +1,5 @@
 import Foundation
+import StateKitHTTP
 import Testing
 
 @testable import StateKit
@@ -59,6 +60,29 @@ import Testing
         #expect(reason.contains("picky"))
         #expect(await third.outcome(timeout: .seconds(30)) == .delivered)
         #expect(await second.outcome(timeout: .zero) == refused, "an outcome never changes")
+    }
+
+    /// The reasons name the remote sink's destination: a server that refuses the write for good
+    /// (400), and one that fails until the policy gives the write up (503).
+    @Test func theReasonsOfARemoteSinkNameItsDestination() async throws {
+        for status in [400, 503] {
+            let server = try FixtureHTTPServer(fallback: .init(status: status))
+            defer { server.stop() }
+            var policy = SinkPolicy.latestValue
+            policy.retry = RetryPolicy(
+                initialDelay: .microseconds(1), maximumDelay: .microseconds(10), maximumAttempts: 2)
+            policy.afterRepeatedFailures = .giveUpAndReport
+            let state = SyncedState(0, key: uniqueKey()) {
+                HTTPSyncSink<Int>(endpoint: server.url, loadsOnStart: false, policy: policy)
+            }
+            let outcome = await state.write { $0 = 1 }.outcome(timeout: .seconds(30))
+            switch (status, outcome) {
+            case (400, .rejected(let reason)?), (503, .discarded(let reason)?):
+                #expect(reason.contains(server.url.absoluteString), "\(reason)")
+            default:
+                Issue.record("HTTP \(status): \(String(describing: outcome))")
+            }
+        }
     }
 
     /// A validator's refusal changes nothing and is the receipt's outcome at once.
