@@ -158,6 +158,18 @@ func sizeOfLog() -> Int {
     (try? FileManager.default.attributesOfItem(atPath: log.path)[.size] as? Int) ?? 0
 }
 
+/// Installs a diagnostics handler that adds 100 to `state` at each report of `kind`, and returns
+/// the count of those reports.
+func writeAtEachReport(of kind: StateDiagnostic.Kind, to state: State<Int>) -> WriteFailures {
+    let reports = WriteFailures()
+    StateDiagnostics.handler = { diagnostic in
+        guard diagnostic.kind == kind else { return }
+        reports.note()
+        state.modify { $0 += 100 }
+    }
+    return reports
+}
+
 /// The test process that started the helper: when it is gone (it crashed before killing the
 /// helper), the helper exits instead of waiting forever.
 let parent = getppid()
@@ -247,12 +259,7 @@ case "handler-writes" where arguments.count == 5:
     state.flush()
     try? FileManager.default.removeItem(at: directory)
     try? Data("not a directory".utf8).write(to: directory)
-    let reports = WriteFailures()
-    StateDiagnostics.handler = { diagnostic in
-        guard diagnostic.kind == .storageFailed else { return }
-        reports.note()
-        state.modify { $0 += 100 }
-    }
+    let reports = writeAtEachReport(of: .storageFailed, to: state)
     // Each flush retries the failing save for about a second: one for the five writes.
     for _ in 1...5 { state.modify { $0 += 1 } }
     state.flush()
@@ -263,12 +270,7 @@ case "handler-writes-outbox":
     let state = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: ClosureSink<Int> { _ in }) }
     await state.flush()
     limitFileSize(to: sizeOfLog())
-    let reports = WriteFailures()
-    StateDiagnostics.handler = { diagnostic in
-        guard diagnostic.kind == .outboxWriteFailed else { return }
-        reports.note()
-        state.modify { $0 += 100 }
-    }
+    let reports = writeAtEachReport(of: .outboxWriteFailed, to: state)
     for _ in 1...5 { state.modify { $0 += 1 } }
     await state.flush()
     // The reports run on another thread, after the writes' locks: give them a moment.

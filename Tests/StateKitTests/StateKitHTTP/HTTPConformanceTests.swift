@@ -174,14 +174,16 @@ import FoundationNetworking
         }
     }
 
+    /// The server's text, then the local one; the server's tags, then those only the local side added.
+    private static let merge = SyncConflictPolicy<Note>.merge { base, local, remote in
+        let added = local.tags.filter { !(base?.tags ?? []).contains($0) && !remote.tags.contains($0) }
+        return Note(text: "\(remote.text) + \(local.text)", tags: remote.tags + added)
+    }
+
     @Test(arguments: RealHTTPServer.Kind.allCases)
     func mergeWritesTheThreeWayMergeAndTheContainerTakesIt(kind: RealHTTPServer.Kind) async throws {
         try await with(kind) { server async throws in
-            let merge = SyncConflictPolicy<Note>.merge { base, local, remote in
-                let added = local.tags.filter { !(base?.tags ?? []).contains($0) && !remote.tags.contains($0) }
-                return Note(text: "\(remote.text) + \(local.text)", tags: remote.tags + added)
-            }
-            let (mine, remote, _) = try await conflict(server, merge)
+            let (mine, remote, _) = try await conflict(server, Self.merge)
             let expected = Note(text: "theirs, longer + mine", tags: ["base", "theirs", "mine"])
             #expect(remote == expected)
             #expect(mine.value == expected)
@@ -194,13 +196,9 @@ import FoundationNetworking
     @Test(arguments: RealHTTPServer.Kind.allCases)
     func aMergedWriteThatFailsIsMergedAgainWhenRetried(kind: RealHTTPServer.Kind) async throws {
         try await with(kind) { server async throws in
-            let merge = SyncConflictPolicy<Note>.merge { base, local, remote in
-                let added = local.tags.filter { !(base?.tags ?? []).contains($0) && !remote.tags.contains($0) }
-                return Note(text: "\(remote.text) + \(local.text)", tags: remote.tags + added)
-            }
             // The first `PUT` meets the conflict; the second carries the merge, and is dropped.
             let puts = LockedBox(0)
-            let (mine, remote, requests) = try await conflict(server, merge) { request in
+            let (mine, remote, requests) = try await conflict(server, Self.merge) { request in
                 guard request.httpMethod == "PUT" else { return false }
                 return puts.withLock { count in
                     count += 1

@@ -169,6 +169,33 @@ import Testing
         withExtendedLifetime(intruder) {}
     }
 
+    /// Outcomes a receipt reads after a relaunch, as the log keeps them: a range that runs
+    /// backwards or past the trusted versions is set aside and reported, the good one is kept,
+    /// and the change after them is delivered.
+    @Test func absurdOutcomeRecordsAreSetAsideAndTheGoodOneKept() async throws {
+        let directory = try makeDirectory()
+        defer { directory.cleanUp() }
+        let log = directory.url.appending(path: "state.outbox")
+        let key = uniqueKey()
+        let lines = [
+            change(key, 1), change(key, 2),
+            #"{"acknowledged":2,"settled":{"from":2,"through":2,"rejected":"sink s refused it"}}"#,
+            #"{"settled":{"from":9,"through":3,"discarded":"backwards"}}"#,
+            #"{"settled":{"from":1,"through":18446744073709551615,"discarded":"absurd"}}"#,
+            change(key, 3),
+        ]
+        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: log)
+
+        let sink = TestSink<Int>()
+        let state = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: sink) }
+        await state.flush()
+        #expect(sink.versions == [3])
+        #expect(await state.receipt(for: 1)?.outcome(timeout: .seconds(30)) == .delivered)
+        #expect(await state.receipt(for: 2)?.outcome(timeout: .seconds(30)) == .rejected(reason: "sink s refused it"))
+        #expect(await state.receipt(for: 3)?.outcome(timeout: .seconds(30)) == .delivered)
+        #expect(diagnostics(.outboxCorruptRecord, key).count == 2)
+    }
+
     @Test func absurdNumbersAreSetAsideAndTheRecordsAfterThemDelivered() async throws {
         let directory = try makeDirectory()
         defer { directory.cleanUp() }
