@@ -141,8 +141,10 @@ import Darwin
         // A 300 ms timeout, against URLSession's default of 60 s, measured where the server holds
         // the answer: the test's own clock also counts the time its tasks wait for a thread of the
         // shared pool, once 43 s in a loaded run of the whole suite.
+        // The server's clock starts once its thread has read the request, after the client's did:
+        // on a busy machine it saw 244 ms of the 300. The bug this guards against hung up at once.
         let hangUp = try #require(await server.firstHangUp())
-        #expect(hangUp >= .milliseconds(250))
+        #expect(hangUp >= .milliseconds(100))
         #expect(hangUp < .seconds(10))
         #expect(state.statistics[0].failed == 1)
         #expect(state.statistics[0].sent == 0)
