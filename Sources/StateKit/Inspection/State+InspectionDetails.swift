@@ -22,10 +22,10 @@ extension MonitoredState where Value: Sendable {
                         storageLocation: persistence == nil ? nil : storage.map { "\(type(of: $0)) \($0.location)" },
                         isPersisting: persistence?.isPersisting ?? false,
                         loadError: persistence?.status.loadError,
-                        saveError: persistence?.status.saveError,
+                        saveError: persistence?.saveError,
                         syncStatus: pipelines.isEmpty
                             ? nil
-                            : SyncStatus(pipelines.map(\.statusSnapshot), saveError: persistence?.status.saveError))
+                            : SyncStatus(pipelines.map(\.statusSnapshot), saveError: persistence?.saveError))
                 }
             }
         }

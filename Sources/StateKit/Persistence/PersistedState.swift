@@ -124,7 +124,7 @@ open class PersistedState<Value: Codable & Sendable>: MonitoredState<Value> {
     /// succeeds, the newest value stays in memory, and bytes that the failed save may have left
     /// in storage are never taken for a change made outside the process.
     public var saveError: (any Error)? {
-        persistence?.status.saveError
+        persistence?.saveError
     }
 
     /// Saves the newest value now if it is not saved yet, and returns once it is in storage.

@@ -1,20 +1,19 @@
 import Observation
 
-/// The load and save errors of one stored value, shared by its containers and observable: a
-/// SwiftUI view (or `withObservationTracking`) reading ``PersistedState/saveError`` updates when
-/// it changes.
+/// The load error of one stored value, and the observation of its save error, shared by its
+/// containers and observable: a SwiftUI view (or `withObservationTracking`) reading
+/// ``PersistedState/saveError`` updates when it changes.
+///
+/// The save error itself is the cell's ledger's (``CellLedger/saveError``), read there each time:
+/// this only tells its observers when it changed, so a late notice never brings back an error the
+/// ledger has cleared.
 final class PersistenceStatus: Observable, Sendable {
-    private struct Errors {
-        var load: (any Error)?
-        var save: (any Error)?
-    }
-
     private let registrar = ObservationRegistrar()
-    private let errors = LockedBox(Errors())
+    private let load = LockedBox<(any Error)?>(nil)
     /// Called after the save error changed (a synced container's status monitors).
     private let saveErrorObservers = LockedBox<[@Sendable () -> Void]>([])
 
-    /// Calls `observer` each time ``saveError`` changes, after it changed.
+    /// Calls `observer` each time the save error changes, after it changed.
     func onSaveErrorChange(_ observer: @escaping @Sendable () -> Void) {
         saveErrorObservers.withLock { $0.append(observer) }
     }
@@ -24,28 +23,27 @@ final class PersistenceStatus: Observable, Sendable {
     var loadError: (any Error)? {
         get {
             registrar.access(self, keyPath: \.loadError)
-            return errors.withLock { $0.load }
+            return load.withLock { $0 }
         }
         set {
-            guard errors.withLock({ $0.load != nil || newValue != nil }) else { return }
+            guard load.withLock({ $0 != nil || newValue != nil }) else { return }
             registrar.withMutation(of: self, keyPath: \.loadError) {
-                errors.withLock { $0.load = newValue }
+                load.withLock { $0 = newValue }
             }
         }
     }
 
-    /// Why the newest value is not in storage; `nil` once a save succeeds.
-    var saveError: (any Error)? {
-        get {
-            registrar.access(self, keyPath: \.saveError)
-            return errors.withLock { $0.save }
-        }
-        set {
-            guard errors.withLock({ $0.save != nil || newValue != nil }) else { return }
-            registrar.withMutation(of: self, keyPath: \.saveError) {
-                errors.withLock { $0.save = newValue }
-            }
-            for observer in saveErrorObservers.withLock({ $0 }) { observer() }
-        }
+    /// Reads the save error `read` gives (the ledger's), as an observed property: an observer
+    /// tracking it hears ``saveErrorChanged()``.
+    func saveError(_ read: () -> (any Error)?) -> (any Error)? {
+        registrar.access(self, keyPath: \.self)
+        return read()
+    }
+
+    /// The ledger's save error changed: tells its observers, after it changed. Called without
+    /// any lock held: the observers are user code.
+    func saveErrorChanged() {
+        registrar.withMutation(of: self, keyPath: \.self) {}
+        for observer in saveErrorObservers.withLock({ $0 }) { observer() }
     }
 }

@@ -101,7 +101,7 @@ open class UserDefaultsState<Value>: MonitoredState<Value> {
 
     /// Why the newest value is not stored, or `nil`; see ``PersistedState/saveError``. Observable.
     public var saveError: (any Error)? {
-        persistence?.status.saveError
+        persistence?.saveError
     }
 
     /// Asks ``defaults`` to write its changes to disk now.

@@ -13,10 +13,10 @@ final class SyncStatusMonitor<Value: Sendable>: Sendable {
     /// The read-only view handed out, one for all readers.
     let observed: Observed<SyncStatus>
     private let pipelines: [SinkPipeline<Value>]
-    /// The storage status of a persisted container, whose save error is part of the status.
-    private let persistence: PersistenceStatus?
+    /// The stored value of a persisted container, whose save error is part of the status.
+    private let persistence: StoredValue<Value>?
 
-    init(key: String, pipelines: [SinkPipeline<Value>], persistence: PersistenceStatus?) {
+    init(key: String, pipelines: [SinkPipeline<Value>], persistence: StoredValue<Value>?) {
         self.pipelines = pipelines
         self.persistence = persistence
         state = MonitoredState(

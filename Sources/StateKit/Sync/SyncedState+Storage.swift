@@ -72,6 +72,6 @@ extension SyncedState where Value: Codable {
 
     /// Why the newest value is not in storage, or `nil`; see ``PersistedState/saveError``.
     public var saveError: (any Error)? {
-        persistence?.status.saveError
+        persistence?.saveError
     }
 }

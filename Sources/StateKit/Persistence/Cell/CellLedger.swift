@@ -11,7 +11,9 @@ import Foundation
 /// It keeps, for the cell:
 /// - **storage**: the newest version storage holds (``savedVersion``), the version that came
 ///   from storage (not saved again), and a failed save with its error, kept until a save
-///   succeeds (an encode failure is not retried: encoding again would fail again);
+///   succeeds (an encode failure is not retried: encoding again would fail again), or saving
+///   stopped for good (``SavingStopped``). ``saveError`` is the one copy of the save error: a
+///   container's `saveError` and a synced container's status read it here;
 /// - **each remote destination**: its ``SyncRecord`` (base, validator, unsent changes) as the
 ///   ledger knows it now, the version its last agreement was made at, and the record that storage
 ///   holds for it.
@@ -31,9 +33,10 @@ import Foundation
 /// | ``localChange(_:)``                 | every record unsent                   | a cell that saves its value: none (the value's save stores the mark first); otherwise store the records |
 /// | ``outsideValueApplied(_:)``         | that version needs no save            | none                                     |
 /// | ``beginSave(version:)``             | —                                     | ``SavePlan``: nothing to do, the standing encode error, or write (the records first, when a mark must precede the value) |
-/// | ``encodeFailed(version:error:)``    | failure kept, not retried             | publish the error                        |
-/// | ``saveSucceeded(version:)``         | saved version; failure cleared        | store the records an agreement now covers |
-/// | ``saveFailed(_:)``                  | failure kept; one more failed attempt | publish; report each distinct error once until a save succeeds; retry later |
+/// | ``encodeFailed(version:error:)``    | failure kept, not retried             | tell the error's observers               |
+/// | ``saveSucceeded(version:)``         | saved version; failure cleared        | store the records an agreement now covers; tell the error's observers if it cleared one |
+/// | ``saveFailed(_:)``                  | failure kept; one more failed attempt | tell the error's observers; report each distinct error once until a save succeeds; retry later |
+/// | ``stopSaving(_:)``                  | nothing is saved again                | tell the error's observers               |
 /// | ``agreed(_:base:validator:atVersion:)`` | the record agreed, unsent if a local change came after | store the records (after the value, for a cell that saves it) |
 /// | ``based(_:base:validator:from:)``   | the destination's value and validator, local changes still unsent | store the records once the local value that includes the base is saved |
 /// | ``recordsStored(_:)``               | storage holds those records           | none                                     |
@@ -80,6 +83,10 @@ struct CellLedger {
     private var outsideVersion: UInt64?
     /// The failed save, until a save succeeds.
     private(set) var failure: SaveFailure?
+    /// Whether the cell saves nothing any more: its last container is gone, or its stored data
+    /// could be neither read nor moved aside (then with ``SavingStopped``, its save error).
+    private var isStopped = false
+    private var stopReason: SavingStopped?
     /// Failed attempts in a row, which set the retry delay.
     private(set) var failedSaves = 0
     /// The failures reported since the last save that succeeded, each by its short message (an
@@ -273,13 +280,29 @@ struct CellLedger {
         checkInvariants()
     }
 
-    /// Storage holds `version` now.
-    mutating func saveSucceeded(version: UInt64) {
+    /// Storage holds `version` now. Returns whether that cleared a save error.
+    @discardableResult
+    mutating func saveSucceeded(version: UInt64) -> Bool {
         savedVersion = max(savedVersion, version)
         failedSaves = 0
         reportedFailures = []
+        let hadFailure = failure != nil
         failure = nil
         checkInvariants()
+        return hadFailure
+    }
+
+    /// The cell saves nothing from now on: its last container is gone (`reason` is `nil`), or its
+    /// stored data could be neither read nor moved aside, and saving would overwrite it (`reason`
+    /// is its save error from now on).
+    mutating func stopSaving(_ reason: SavingStopped?) {
+        isStopped = true
+        stopReason = reason ?? stopReason
+    }
+
+    /// Whether the cell saves its changes: `false` once ``stopSaving(_:)`` was called.
+    var isSaving: Bool {
+        !isStopped
     }
 
     /// A write failed (the value's or the records'); returns whether to report it (a failure that
@@ -295,9 +318,9 @@ struct CellLedger {
         min(30, 0.1 * pow(2, Double(min(max(failedSaves, 1) - 1, 9))))
     }
 
-    /// The error a container reports as its save error.
+    /// The error a container reports as its save error: why saving stopped, or the failed save.
     var saveError: (any Error)? {
-        failure?.error
+        stopReason ?? failure?.error
     }
 
     private func isSaved(_ version: UInt64) -> Bool {

@@ -83,8 +83,6 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
     /// The value step 2 replaced, and the version the outside value took, until a change
     /// publishes it.
     private var broughtIn: (replaced: Value, version: UInt64)?
-    /// Whether the last save through the gate failed, so that the next success clears the error.
-    private var hasFailed = false
     /// Whether the holder holds the key for a transaction's commit: the write observer then keeps
     /// the change in `staged`, for ``commitTogether(_:)``.
     private var isHeldForTransaction = false
@@ -215,7 +213,7 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
             cell.storedVersion &+= 1
             return (replaced, cell.storedVersion)
         }
-        value.noteSaved(version: version)
+        noteSaved(version, of: value)
         broughtIn = (broughtIn?.replaced ?? replaced, version)
     }
 
@@ -255,7 +253,7 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
             let replaced = cell.storedValue
             cell.storedValue = newValue
             cell.storedVersion &+= 1
-            value.noteSaved(version: cell.storedVersion)
+            noteSaved(cell.storedVersion, of: value)
             cell.publishAndUnlock(oldValue: cell.wantsChangeRecords ? replaced : nil, origin: .external)
         }
     }
@@ -273,7 +271,7 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
         guard holder.load(ordering: .relaxed) == currentThreadID(), !isCatchingUp else { return }
         broughtIn = nil
         if isHeldForTransaction { return stage(change) }
-        if save(change.newValue) { value?.noteSaved(version: change.version) }
+        if let value, save(change.newValue) { noteSaved(change.version, of: value) }
         leave()
     }
 
@@ -287,15 +285,14 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
             else { return }
             if representation.fingerprint == knownFingerprint {
                 staged = nil
-                value.noteSaved(version: change.version)
+                noteSaved(change.version, of: value)
             } else {
                 staged = (representation, data, change.version)
             }
         } catch {
-            // The cell's own save retries it (taking the key lock), and reports the error.
+            // The cell's own save retries it (taking the key lock).
             staged = nil
-            hasFailed = true
-            publishLater(error, of: value)
+            noteFailed(error, of: value)
         }
     }
 
@@ -349,17 +346,24 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
             else { return false }
             return save(representation: representation, data: data)
         } catch {
-            hasFailed = true
-            publishLater(error, of: value)
+            noteFailed(error, of: value)
             return false
         }
     }
 
-    /// Publishes a save's outcome (the error, or `nil` once a save succeeds again) after every lock
-    /// is let go: it runs the user's diagnostics handler and Observation's observers, which may
-    /// write to the container.
-    private func publishLater(_ error: (any Error)?, of value: StoredValue<Value>) {
-        reports.withLock { $0.append { value.publishSave(error: error) } }
+    /// Storage holds the cell's value of `version`: the value's ledger notes it now; a save error
+    /// that clears is published after every lock is let go (its observers are user code, which
+    /// may write to the container).
+    private func noteSaved(_ version: UInt64, of value: StoredValue<Value>) {
+        guard let publish = value.noteSaved(version: version) else { return }
+        reports.withLock { $0.append(publish) }
+    }
+
+    /// A save through the gate failed: the value's ledger keeps the error now, and its report is
+    /// published after every lock is let go.
+    private func noteFailed(_ error: any Error, of value: StoredValue<Value>) {
+        let publish = value.noteSaveFailed(error)
+        reports.withLock { $0.append(publish) }
     }
 
     /// Writes `data`, encoded as `representation`, to the key's file unless it holds it already;
@@ -375,15 +379,10 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
                 knownFingerprint = representation.fingerprint
                 scheduleSync()
             }
-            if hasFailed {
-                hasFailed = false
-                publishLater(nil, of: value)
-            }
             return true
         } catch {
-            // The cell's own save retries it (taking the key lock), and reports the error.
-            hasFailed = true
-            publishLater(error, of: value)
+            // The cell's own save retries it (taking the key lock).
+            noteFailed(error, of: value)
             return false
         }
     }
@@ -440,9 +439,9 @@ extension SharedWriteGate: SharedTransactionParticipant {
     var stagedKeyLock: SharedKeyLock { keyLock }
 
     func saveStaged() {
-        guard let staged else { return }
+        guard let staged, let value else { return }
         self.staged = nil
-        if save(representation: staged.representation, data: staged.data) { value?.noteSaved(version: staged.version) }
+        if save(representation: staged.representation, data: staged.data) { noteSaved(staged.version, of: value) }
     }
 
     func stagedWriteSucceeded() {
@@ -453,11 +452,7 @@ extension SharedWriteGate: SharedTransactionParticipant {
         appendToJournal(staged.data)
         known = (keyLock.generation, FileStamp(path: path))
         knownFingerprint = staged.representation.fingerprint
-        value.noteSaved(version: staged.version)
-        if hasFailed {
-            hasFailed = false
-            reports.withLock { $0.append { value.publishSave(error: nil) } }
-        }
+        noteSaved(staged.version, of: value)
     }
 
     func stagedWriteFailed(_ error: any Error) {
@@ -466,8 +461,7 @@ extension SharedWriteGate: SharedTransactionParticipant {
         // The file may hold the new value (the next holder completes the commit) or the old one;
         // it is read again at the next write, and the cell's own save retries.
         known = nil
-        hasFailed = true
-        reports.withLock { $0.append { value.publishSave(error: error) } }
+        noteFailed(error, of: value)
     }
 }
 

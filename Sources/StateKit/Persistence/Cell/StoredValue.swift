@@ -36,7 +36,8 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
     let codec: StoredValueCodec<Value>
     /// The hidden container whose lock, value, version and subscribers the key's containers share.
     let cell: MonitoredState<Value>
-    /// The observable load and save errors every container of this value reports.
+    /// The observable load error every container of this value reports, and the observation of
+    /// its save error (the ledger's, ``saveError``).
     let status = PersistenceStatus()
 
     /// Where earlier releases stored the value, newest first; see
@@ -51,25 +52,22 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
     private var changes: Subscription?
     // Guarded by `lock`.
     private var members: [WeakContainer<Value>] = []
-    /// What the cell has saved and sent.
-    private var ledger = CellLedger(savesValue: true)
+    /// What the cell has saved and sent. `lock` guards it, so its dynamic exclusivity check is
+    /// skipped: every write's save scheduling reads it, and the check cost 107 instructions a write.
+    @exclusivity(unchecked) private var ledger = CellLedger(savesValue: true)
     /// Where the records of the cell's remote destinations are kept, once a synced container of
     /// the key made them: its saves store them around the value, as the ledger says. Weak: the
     /// store keeps the cell (and so its ledger) alive while a remote channel uses it.
     private weak var recordStore: SyncRecordStore?
     private var isSaveScheduled = false
     private var isCheckScheduled = false
-    private var persisting = true
     // Guarded by `ioLock`.
     private var isLoaded = false
     /// What storage holds, as last read or successfully written.
     private var knownFingerprint: Data?
     /// What the last failed save tried to write: storage may hold it, and it is not an outside change.
     private var attemptedFingerprint: Data?
-    /// Orders the publication of outcomes: one older than the newest published is dropped.
-    private var outcomeTicket: UInt64 = 0
     private var watchToken: AnyObject?
-    private let publishedTicket = LockedTicket()
     /// What other layers keep per cell, one of each type, made by the first to ask.
     private let attachments = LockedBox<[ObjectIdentifier: AnyObject]>([:])
     /// The key's lock when its storage is shared across processes: every save takes it before
@@ -124,7 +122,13 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
     /// Whether changes are saved: `false` when the stored data could be neither read nor moved
     /// aside, so that saving would overwrite it.
     var isPersisting: Bool {
-        lock.withLock { persisting }
+        lock.withLock { ledger.isSaving }
+    }
+
+    /// Why the newest value is not in storage, or `nil`: the ledger's save error, observable
+    /// through ``status``.
+    var saveError: (any Error)? {
+        status.saveError { lock.withLock { ledger.saveError } }
     }
 
     /// Loads the stored value (once), moving it from an earlier key first, and starts watching
@@ -176,7 +180,7 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
             }
         }
         guard let result else { return }
-        if let outcome = result.outcome { publish(outcome, ticket: nil) }
+        if let outcome = result.outcome { publish(outcome) }
         for action in result.afterUnlocking { action() }
         guard result.hasLoaded, !previousCodecs.isEmpty else { return }
         for (previousKey, live) in liveValuesOfPreviousKeys() where live !== liveValues[previousKey] {
@@ -267,7 +271,7 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
 
     /// Saves the newest value now if it is not saved yet, retrying a failed save, and returns
     /// once it is in storage, cannot be encoded, or the attempts are used up; the outcome is
-    /// published before it returns (an earlier save's that finishes later is dropped).
+    /// published before it returns.
     func flush() {
         var delay = 0.01
         for _ in 0..<4 {
@@ -311,7 +315,7 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
         guard lock.withLock({ members.allSatisfy { $0.container == nil } }) else { return false }
         flush()
         lock.withLock {
-            persisting = false
+            ledger.stopSaving(nil)
             members = []
         }
         ioLock.withLock { watchToken = nil }
@@ -324,7 +328,7 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
             return
         }
         let isNew = lock.withLock {
-            guard persisting, !isSaveScheduled else { return false }
+            guard ledger.isSaving, !isSaveScheduled else { return false }
             isSaveScheduled = true
             return true
         }
@@ -357,43 +361,40 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
                 // The gate saved it: what is left is an agreement's records, which only the key's
                 // sender writes, so without the key's lock.
                 guard let failed = ioLock.withLock({ storeRecords(nil) }) else { return true }
-                publish(failed, ticket: nil)
+                publish(failed)
                 return false
             }
             holdForSave(keyLock)
         }
-        let (outcome, ticket, isDone) = ioLock.withLock { saveNewestLocked() }
+        let (outcome, isDone) = ioLock.withLock { saveNewestLocked() }
         keyLock?.unlock()
-        publish(outcome, ticket: ticket)
+        publish(outcome)
         return isDone
     }
 
     /// ``saveNewest()``'s work, with `ioLock` held: returns the outcome to publish once it is
-    /// released, its ticket, and whether saving is done with.
+    /// released, and whether saving is done with.
     ///
     /// The ledger says what to write (``CellLedger/beginSave(version:)``): a local change's unsent
     /// mark goes into the records before the value, and an agreement's records after it.
-    private func saveNewestLocked() -> (outcome: Outcome, ticket: UInt64, isDone: Bool) {
-        outcomeTicket &+= 1
-        let ticket = outcomeTicket
+    private func saveNewestLocked() -> (outcome: Outcome, isDone: Bool) {
         let (newest, newestVersion) = cell.lock.withLock { (cell.storedValue, cell.storedVersion) }
-        let (isPersisting, plan) = lock.withLock { (persisting, ledger.beginSave(version: newestVersion)) }
-        guard isPersisting else { return (Outcome(), ticket, true) }
+        let (isSaving, plan) = lock.withLock { (ledger.isSaving, ledger.beginSave(version: newestVersion)) }
+        guard isSaving else { return (Outcome(), true) }
         let recordsFirst: [String: SyncRecord]?
         switch plan {
         case .upToDate:
             // Storage holds the newest value, whichever save put it there (one that succeeded on
             // another thread may not have published yet); an agreement may have left records.
-            if let failed = storeRecords(nil) { return (failed, ticket, false) }
-            lock.withLock { ledger.saveSucceeded(version: newestVersion) }
-            return (Outcome(saveError: .some(nil)), ticket, true)
-        case .unencodable(let error):
-            return (Outcome(saveError: .some(error)), ticket, true)
+            if let failed = storeRecords(nil) { return (failed, false) }
+            return (savedOutcome(newestVersion), true)
+        case .unencodable:
+            return (Outcome(), true)
         case .write(let first):
             recordsFirst = first
         }
         if let recordsFirst, let failed = storeRecords(recordsFirst) {
-            return (failed, ticket, false)
+            return (failed, false)
         }
         let representation: StoredRepresentation?
         do {
@@ -402,11 +403,11 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
             lock.withLock { ledger.encodeFailed(version: newestVersion, error: error) }
             return (
                 Outcome(
-                    saveError: .some(error),
+                    isSaveErrorChanged: true,
                     diagnostic: StateDiagnostic(
                         kind: .encodingFailed, keys: [key],
                         message: "could not encode \(Value.self) for \(codec.location): \(error)", error: error)),
-                ticket, true
+                true
             )
         }
         if representation?.fingerprint != knownFingerprint {
@@ -415,14 +416,20 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
                 try codec.store(representation)
             } catch {
                 attemptedFingerprint = representation?.fingerprint
-                return (failedSave(error), ticket, false)
+                return (failedSave(error), false)
             }
         }
         knownFingerprint = representation?.fingerprint
         attemptedFingerprint = nil
-        lock.withLock { ledger.saveSucceeded(version: newestVersion) }
-        if let failed = storeRecords(nil) { return (failed, ticket, false) }
-        return (Outcome(saveError: .some(nil)), ticket, true)
+        let saved = savedOutcome(newestVersion)
+        if let failed = storeRecords(nil) { return (failed, false) }
+        return (saved, true)
+    }
+
+    /// Storage holds the cell's value of `version`: the outcome tells the save error's observers
+    /// if that cleared it.
+    private func savedOutcome(_ version: UInt64) -> Outcome {
+        Outcome(isSaveErrorChanged: lock.withLock { ledger.saveSucceeded(version: version) })
     }
 
     /// Stores `records`, or what the ledger says to store now when `nil`, in the record store;
@@ -444,20 +451,16 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
     private func failedSave(_ error: any Error) -> Outcome {
         let isNew = lock.withLock { ledger.saveFailed(error) }
         return Outcome(
-            saveError: .some(error),
+            isSaveErrorChanged: true,
             diagnostic: isNew ? StoredValueRecovery.failure("saving", key: key, in: codec.location, error: error) : nil)
     }
 
-    /// Publishes an outcome (errors, diagnostic) after the locks are released: both run user
-    /// code (Observation's `onChange`, the diagnostics handler). The errors of an outcome older
-    /// than one already published are dropped, so a slow save cannot undo what a later one
-    /// published; its diagnostic is still reported.
-    private func publish(_ outcome: Outcome, ticket: UInt64?) {
-        let isNewest = publishedTicket.claim(ticket)
-        if isNewest {
-            if let loadError = outcome.loadError { status.loadError = loadError }
-            if let saveError = outcome.saveError { status.saveError = saveError }
-        }
+    /// Publishes an outcome (the load error, the save error's observers, a diagnostic) after the
+    /// locks are released: each runs user code (Observation's `onChange`, the diagnostics
+    /// handler). An outcome published late does no harm: the save error is read from the ledger.
+    private func publish(_ outcome: Outcome) {
+        if let loadError = outcome.loadError { status.loadError = loadError }
+        if outcome.isSaveErrorChanged { status.saveErrorChanged() }
         if let diagnostic = outcome.diagnostic { StateDiagnostics.report(diagnostic) }
     }
 
@@ -518,13 +521,9 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
     ///   outcome, to run once the locks are released.
     func flushForMoveLocked() -> (isSaved: Bool, publish: () -> Void) {
         guard isLoaded else { return (true, {}) }
-        let (outcome, ticket, _) = saveNewestLocked()
-        let isSaved: Bool
-        switch outcome.saveError {
-        case .some(.some): isSaved = false
-        case .some(.none), .none: isSaved = true
-        }
-        return (isSaved, { self.publish(outcome, ticket: ticket) })
+        let (outcome, _) = saveNewestLocked()
+        let isSaved = lock.withLock { ledger.failure == nil }
+        return (isSaved, { self.publish(outcome) })
     }
 
     /// The key's lock, once its writes take it (``shareAcrossProcesses(in:)``).
@@ -546,7 +545,7 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
         var outcome = Outcome()
         let found = readStorageLocked(isSettled: false, outcome: &outcome)
         return {
-            self.publish(outcome, ticket: nil)
+            self.publish(outcome)
             if let found { self.applyOutside(found.value, readAt: found.generation) }
         }
     }
@@ -588,10 +587,10 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
                     message: "\(problem); started from the default value and kept the stored value as '\(asideKey)'",
                     error: error))
         } catch let moveError {
-            lock.withLock { persisting = false }
+            lock.withLock { ledger.stopSaving(SavingStopped(key: key, location: codec.location, reason: moveError)) }
             return Outcome(
                 loadError: .some(error),
-                saveError: .some(SavingStopped(key: key, location: codec.location, reason: moveError)),
+                isSaveErrorChanged: true,
                 diagnostic: StateDiagnostic(
                     kind: kind, keys: [key],
                     message: "\(problem); started from the default value, and will not save, because moving the "
@@ -624,7 +623,7 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
         if let gate = sharedWriteGate { return gate.catchUp() }
         var outcome = Outcome()
         let found = ioLock.withLock { readStorageLocked(isSettled: isSettled, outcome: &outcome) }
-        publish(outcome, ticket: nil)
+        publish(outcome)
         if let found { applyOutside(found.value, readAt: found.generation) }
     }
 
@@ -715,19 +714,15 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
     }
 }
 
-/// What a load, save or check found, published (errors set, diagnostic reported) after the locks
-/// are released: both run user code (Observation's `onChange`, the diagnostics handler).
+/// What a load, save or check found, published (load error set, save error's observers told,
+/// diagnostic reported) after the locks are released: each runs user code (Observation's
+/// `onChange`, the diagnostics handler).
 private struct Outcome {
     /// `.some(nil)` clears the error; `nil` leaves it.
     var loadError: (any Error)??
-    var saveError: (any Error)??
+    /// Whether the ledger's save error changed.
+    var isSaveErrorChanged = false
     var diagnostic: StateDiagnostic?
-
-    init(loadError: (any Error)?? = nil, saveError: (any Error)?? = nil, diagnostic: StateDiagnostic? = nil) {
-        self.loadError = loadError
-        self.saveError = saveError
-        self.diagnostic = diagnostic
-    }
 }
 
 /// Why a key move stopped: a live value of an earlier key could not be saved first, and moving
@@ -737,23 +732,6 @@ private struct EarlierValueNotSaved: Error, CustomStringConvertible {
 
     var description: String {
         "the newest value of the earlier key '\(key)' could not be saved first; the move is tried again at the next load"
-    }
-}
-
-/// The newest save outcome published, so that an older one finishing later is dropped.
-private final class LockedTicket: @unchecked Sendable {
-    private let lock = Lock()
-    private var newest: UInt64 = 0
-
-    /// Whether an outcome with `ticket` is the newest so far (and now the newest published);
-    /// `nil`, an outcome that is not a save's, always is.
-    func claim(_ ticket: UInt64?) -> Bool {
-        guard let ticket else { return true }
-        return lock.withLock {
-            guard ticket > newest else { return false }
-            newest = ticket
-            return true
-        }
     }
 }
 
@@ -850,7 +828,7 @@ extension StoredValue {
         } catch {
             knownFingerprint = representation.fingerprint
             let outcome = keepOutsideBadData(representation, error: error)
-            publishLater = { self.publish(outcome, ticket: nil) }
+            publishLater = { self.publish(outcome) }
             return nil
         }
         knownFingerprint = representation.fingerprint
@@ -873,13 +851,18 @@ extension StoredValue {
     }
 
     /// Storage holds the cell's value at `version`: the save after the change has nothing to do.
-    /// Takes the value's own lock, which may be taken under the cell's.
-    func noteSaved(version: UInt64) {
-        lock.withLock { ledger.saveSucceeded(version: version) }
+    /// Takes the value's own lock, which may be taken under the cell's. Returns what to publish
+    /// once no lock is held, when that cleared the save error.
+    func noteSaved(version: UInt64) -> (() -> Void)? {
+        let outcome = savedOutcome(version)
+        return outcome.isSaveErrorChanged ? { self.publish(outcome) } : nil
     }
 
-    /// Publishes the outcome of the gate's save: `error`, or `nil` to clear a save error.
-    func publishSave(error: (any Error)?) {
-        publish(error.map { failedSave($0) } ?? Outcome(saveError: .some(nil)), ticket: nil)
+    /// The gate's save failed: the ledger keeps the error at once (a save that succeeds after it
+    /// clears it). Takes the value's own lock, which may be taken under the cell's. Returns what to
+    /// publish once no lock is held: the error's observers and its report.
+    func noteSaveFailed(_ error: any Error) -> () -> Void {
+        let outcome = failedSave(error)
+        return { self.publish(outcome) }
     }
 }

@@ -123,6 +123,28 @@ import Testing
         #expect(afterSuccess, "a failure after a success is new")
     }
 
+    /// The ledger is the one copy of the save error: a success says whether it cleared one (its
+    /// observers are told only then), and saving stopped for good keeps its reason over any save.
+    @Test func theSaveErrorIsTheLedgersOwnAndASuccessSaysWhenItClearedIt() {
+        var ledger = CellLedger(savesValue: true)
+        let clearedNothing = ledger.saveSucceeded(version: 1)
+        #expect(!clearedNothing)
+        _ = ledger.saveFailed(CocoaError(.fileWriteOutOfSpace))
+        let cleared = ledger.saveSucceeded(version: 2)
+        #expect(cleared)
+        #expect(ledger.saveError == nil)
+        let stopped = SavingStopped(key: "k", location: "memory", reason: CocoaError(.fileReadCorruptFile))
+        ledger.stopSaving(stopped)
+        #expect(!ledger.isSaving)
+        ledger.saveSucceeded(version: 3)
+        #expect(ledger.saveError is SavingStopped)
+        ledger.stopSaving(nil)
+        #expect(ledger.saveError is SavingStopped, "a retired cell keeps why it stopped")
+        var retired = CellLedger(savesValue: true)
+        retired.stopSaving(nil)
+        #expect(!retired.isSaving && retired.saveError == nil)
+    }
+
     // MARK: The ledger at work
 
     /// Two writers and a sink agreeing on every send: replaying the storage's writes in order, a

@@ -228,6 +228,30 @@ import Darwin
         #expect(try stored(Int.self, directory, key) == 41)
     }
 
+    /// A failed save and a later one that succeeds, on two threads of one shared key: the error
+    /// goes once storage holds the newest value, whichever thread's report is published last.
+    /// (Each save's outcome used to be published late and out of order: the error of an earlier
+    /// failure, published after a later success, stood over a saved value.)
+    @Test(.contendingTimeLimit) func aSaveErrorGoesOnceTheNewestValueIsSavedUnderContention() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let key = uniqueKey()
+        let rounds = 300
+        let stuck = await contending {
+            var stuck = 0
+            for round in 0..<rounds {
+                let ratio = PersistedState(0.0, key: "\(key)-\(round)", storage: self.shared(directory))
+                // One thread writes a value JSON cannot encode, the other a good one, at once.
+                onThreads(2) { index in ratio ~> (index == 0 ? .nan : Double(round)) }
+                ratio ~> (Double(round) + 0.5)
+                ratio.flush()
+                if ratio.saveError != nil { stuck += 1 }
+            }
+            return stuck
+        }
+        #expect(stuck == 0, "\(stuck) of \(rounds) keys kept a save error over their saved newest value")
+    }
+
     @Test func badBytesWrittenOutsideAreKeptAsideBeforeAWriteReplacesThem() throws {
         let directory = TemporaryDirectory()
         defer { directory.cleanUp() }
