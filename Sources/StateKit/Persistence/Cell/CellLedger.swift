@@ -10,7 +10,9 @@ import Foundation
 ///
 /// It keeps, for the cell:
 /// - **storage**: the newest version storage holds (``savedVersion``), the version that came
-///   from storage (not saved again), and a failed save with its error, kept until a save
+///   from storage (not saved again), the fingerprint of what storage holds (so the cell's own
+///   writes, and the bytes of a write that failed, are never taken for outside changes; a key
+///   shared across processes compares its journal's entries with it too), and a failed save with its error, kept until a save
 ///   succeeds (an encode failure is not retried: encoding again would fail again), or saving
 ///   stopped for good (``SavingStopped``). ``saveError`` is the one copy of the save error: a
 ///   container's `saveError` and a synced container's status read it here;
@@ -32,6 +34,8 @@ import Foundation
 /// | ----------------------------------- | ------------------------------------- | ---------------------------------------- |
 /// | ``localChange(_:)``                 | every record unsent                   | a cell that saves its value: none (the value's save stores the mark first); otherwise store the records |
 /// | ``outsideValueApplied(_:)``         | that version needs no save            | none                                     |
+/// | ``storageHolds(fingerprint:)``      | storage holds those bytes (read, or written) | none                              |
+/// | ``writeFailed(fingerprint:)``       | storage may hold those bytes          | none                                     |
 /// | ``beginSave(version:)``             | —                                     | ``SavePlan``: nothing to do, the standing encode error, or write (the records first, when a mark must precede the value) |
 /// | ``encodeFailed(version:error:)``    | failure kept, not retried             | tell the error's observers               |
 /// | ``saveSucceeded(version:)``         | saved version; failure cleared        | store the records an agreement now covers; tell the error's observers if it cleared one |
@@ -96,6 +100,11 @@ struct CellLedger {
     /// Counts the writes that may have reached storage, so that a value read from storage is not
     /// written into the cell after a save replaced it.
     private(set) var storeGeneration: UInt64 = 0
+    /// The fingerprint of what storage holds, as the cell last read or wrote it.
+    private(set) var storedFingerprint: Data?
+    /// What the last failed write tried to store: storage may hold it, and it is not an outside
+    /// change.
+    private var attemptedFingerprint: Data?
 
     /// Each destination's record as the ledger knows it now, by record name.
     private(set) var records: [String: SyncRecord] = [:]
@@ -250,6 +259,23 @@ struct CellLedger {
     /// The change at `version` wrote a value read from storage: it is there already.
     mutating func outsideValueApplied(_ version: UInt64?) {
         outsideVersion = version
+    }
+
+    /// Storage holds the bytes of `fingerprint` (`nil`: nothing): the cell read them, or wrote them.
+    mutating func storageHolds(fingerprint: Data?) {
+        storedFingerprint = fingerprint
+        attemptedFingerprint = nil
+    }
+
+    /// A write of the bytes of `fingerprint` failed: storage may hold them all the same.
+    mutating func writeFailed(fingerprint: Data?) {
+        attemptedFingerprint = fingerprint
+    }
+
+    /// Whether bytes read from storage, of `fingerprint`, are a change made outside the cell:
+    /// neither what it last read or wrote, nor what a failed write of its own tried to store.
+    func isOutsideChange(_ fingerprint: Data?) -> Bool {
+        fingerprint != storedFingerprint && (fingerprint == nil || fingerprint != attemptedFingerprint)
     }
 
     /// Whether storage holds the cell's value at `version`: saved, or read from there.

@@ -78,8 +78,6 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
     /// The generation and stamp of the file when this process last read or wrote it; `nil`
     /// before the first write, which reads the file.
     private var known: (generation: UInt64, stamp: FileStamp)?
-    /// The fingerprint of what the cell holds, as the file held it.
-    private var knownFingerprint: Data?
     /// The value step 2 replaced, and the version the outside value took, until a change
     /// publishes it.
     private var broughtIn: (replaced: Value, version: UInt64)?
@@ -104,7 +102,6 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
         self.key = value.key
         self.fileName = FileStateStorage.fileName(forKey: value.key)
         self.path = storage.fileURL(forKey: value.key).path
-        self.knownFingerprint = value.knownFingerprintNow
         self.syncQueue = DispatchQueue(label: "StateKit.shared.\(value.key)", qos: .utility)
         self.journal = SharedKeyJournal(forFileAt: path)
     }
@@ -202,14 +199,13 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
         known = (generation, stamp)
         readJournal(publishingEach ? value : nil)
         var report: (() -> Void)?
-        let found = value.readChangedLocked(unless: knownFingerprint, publishLater: &report)
+        let found = value.readChangedLocked(publishLater: &report)
         if let report { reports.withLock { $0.append(report) } }
         guard let found else { return }
-        knownFingerprint = found.fingerprint
         let cell = value.cell
         let (replaced, version) = cell.lock.withLock {
             let replaced = cell.storedValue
-            cell.storedValue = found.value
+            cell.storedValue = found
             cell.storedVersion &+= 1
             return (replaced, cell.storedVersion)
         }
@@ -243,11 +239,11 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
             reports.withLock { $0.append { StateDiagnostics.report(diagnostic) } }
             return
         }
-        for entry in reading.entries where entry.bytes != knownFingerprint {
+        for entry in reading.entries where !value.storageHolds(fingerprint: entry.bytes) {
             let representation = StoredRepresentation(payload: entry.bytes, fingerprint: entry.bytes)
             // Bytes that do not decode are the file's to report, if it still holds them.
             guard let newValue = try? value.codec.decode(representation) else { continue }
-            knownFingerprint = entry.bytes
+            value.noteStored(fingerprint: entry.bytes)
             let cell = value.cell
             cell.lock.lock()
             let replaced = cell.storedValue
@@ -283,7 +279,7 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
             guard let representation = try value.codec.encode(change.newValue),
                 let data = representation.payload as? Data
             else { return }
-            if representation.fingerprint == knownFingerprint {
+            if value.storageHolds(fingerprint: representation.fingerprint) {
                 staged = nil
                 noteSaved(change.version, of: value)
             } else {
@@ -371,12 +367,11 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
     private func save(representation: StoredRepresentation, data: Data) -> Bool {
         guard let value else { return false }
         do {
-            if representation.fingerprint != knownFingerprint {
+            if !value.storageHolds(fingerprint: representation.fingerprint) {
                 let generation = keyLock.advanceGeneration()
                 try value.storeLocked(representation) { try storage.replace(data, fileName: fileName) }
                 appendToJournal(data)
                 known = (generation, FileStamp(path: path))
-                knownFingerprint = representation.fingerprint
                 scheduleSync()
             }
             return true
@@ -451,7 +446,6 @@ extension SharedWriteGate: SharedTransactionParticipant {
         try? value.storeLocked(staged.representation) {}
         appendToJournal(staged.data)
         known = (keyLock.generation, FileStamp(path: path))
-        knownFingerprint = staged.representation.fingerprint
         noteSaved(staged.version, of: value)
     }
 

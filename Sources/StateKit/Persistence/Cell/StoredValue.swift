@@ -63,10 +63,6 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
     private var isCheckScheduled = false
     // Guarded by `ioLock`.
     private var isLoaded = false
-    /// What storage holds, as last read or successfully written.
-    private var knownFingerprint: Data?
-    /// What the last failed save tried to write: storage may hold it, and it is not an outside change.
-    private var attemptedFingerprint: Data?
     private var watchToken: AnyObject?
     /// What other layers keep per cell, one of each type, made by the first to ask.
     private let attachments = LockedBox<[ObjectIdentifier: AnyObject]>([:])
@@ -258,7 +254,7 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
         }
         guard isOnlyMember else { return false }
         let fingerprint = try? codec.encode(value)?.fingerprint
-        let isNew = ioLock.withLock { fingerprint == nil || fingerprint != knownFingerprint }
+        let isNew = fingerprint == nil || !storageHolds(fingerprint: fingerprint)
         let adoptedVersion = cell.lock.withLock {
             cell.storedValue = value
             cell.storedVersion = max(cell.storedVersion, version)
@@ -410,17 +406,14 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
                 true
             )
         }
-        if representation?.fingerprint != knownFingerprint {
-            lock.withLock { ledger.writeStarted() }
+        let fingerprint = representation?.fingerprint
+        if !storageHolds(fingerprint: fingerprint) {
             do {
-                try codec.store(representation)
+                try storeLocked(representation) { try codec.store(representation) }
             } catch {
-                attemptedFingerprint = representation?.fingerprint
                 return (failedSave(error), false)
             }
         }
-        knownFingerprint = representation?.fingerprint
-        attemptedFingerprint = nil
         let saved = savedOutcome(newestVersion)
         if let failed = storeRecords(nil) { return (failed, false) }
         return (saved, true)
@@ -563,7 +556,7 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
         }
         do {
             let loaded = try codec.decode(representation)
-            knownFingerprint = representation.fingerprint
+            noteStored(fingerprint: representation.fingerprint)
             return (loaded, nil)
         } catch {
             return (defaultValue, setAsideAtLoad(error: error, reading: false, keyLocks: keyLocks))
@@ -641,16 +634,14 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
             return nil
         }
         let fingerprint = representation?.fingerprint
-        guard fingerprint != knownFingerprint, fingerprint == nil || fingerprint != attemptedFingerprint else {
-            return nil
-        }
+        guard lock.withLock({ ledger.isOutsideChange(fingerprint) }) else { return nil }
         let newValue: Value
         if let representation {
             do {
                 newValue = try codec.decode(representation)
             } catch {
                 if isSettled {
-                    knownFingerprint = fingerprint
+                    noteStored(fingerprint: fingerprint)
                     outcome = keepOutsideBadData(representation, error: error)
                 } else {
                     queue.asyncAfter(deadline: .now() + 0.15) { self.checkStorage(isSettled: true) }
@@ -660,10 +651,11 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
         } else {
             newValue = defaultValue
         }
-        knownFingerprint = fingerprint
-        attemptedFingerprint = nil
         outcome.loadError = .some(nil)
-        return (newValue, lock.withLock { ledger.storeGeneration })
+        return lock.withLock {
+            ledger.storageHolds(fingerprint: fingerprint)
+            return (newValue, ledger.storeGeneration)
+        }
     }
 
     /// Writes a value read from storage into the cell as one change, which is not saved again,
@@ -792,20 +784,23 @@ extension StoredValue {
         return lock.withLock { ledger.storageHolds(version: newestVersion) }
     }
 
-    /// What storage held when this process last read or wrote it.
-    var knownFingerprintNow: Data? {
-        ioLock.withLock { knownFingerprint }
+    /// Whether storage holds the bytes of `fingerprint`, as the cell last read or wrote it.
+    func storageHolds(fingerprint: Data?) -> Bool {
+        lock.withLock { ledger.storedFingerprint == fingerprint }
     }
 
-    /// Reads the key, for the gate, with `ioLock` held, and returns its value if its fingerprint
-    /// is not `gateFingerprint` (what the cell holds): the value to write into the cell, and its
-    /// fingerprint. An absent value is the default. Bytes that do not decode are kept aside, as
-    /// the watcher's check does, before the gate's write replaces them; the report is in
-    /// `publishLater`, to run once no lock is held.
-    func readChangedLocked(
-        unless gateFingerprint: Data?,
-        publishLater: inout (() -> Void)?
-    ) -> (value: Value, fingerprint: Data?)? {
+    /// Storage holds the bytes of `fingerprint`: the cell read them (the gate, from the key's
+    /// journal too), or wrote them.
+    func noteStored(fingerprint: Data?) {
+        lock.withLock { ledger.storageHolds(fingerprint: fingerprint) }
+    }
+
+    /// Reads the key, for the gate, with `ioLock` held, and returns its value if storage holds
+    /// other bytes than the cell last read or wrote: the value to write into the cell. An absent
+    /// value is the default. Bytes that do not decode are kept aside, as the watcher's check does,
+    /// before the gate's write replaces them; the report is in `publishLater`, to run once no lock
+    /// is held.
+    func readChangedLocked(publishLater: inout (() -> Void)?) -> Value? {
         // A value the watcher read earlier is not written into the cell after this read, even when
         // the file is back to what the gate knew (another process's writes went A, B, A), since
         // the watcher may have read the B.
@@ -816,38 +811,34 @@ extension StoredValue {
         } catch {
             return nil
         }
-        guard let representation = found else {
-            guard gateFingerprint != nil else { return nil }
-            knownFingerprint = nil
-            return (defaultValue, nil)
-        }
-        guard representation.fingerprint != gateFingerprint else { return nil }
+        let fingerprint = found?.fingerprint
+        guard !storageHolds(fingerprint: fingerprint) else { return nil }
         let value: Value
         do {
-            value = try codec.decode(representation)
+            value = try found.map(codec.decode) ?? defaultValue
         } catch {
-            knownFingerprint = representation.fingerprint
-            let outcome = keepOutsideBadData(representation, error: error)
-            publishLater = { self.publish(outcome) }
+            if let found {
+                let outcome = keepOutsideBadData(found, error: error)
+                publishLater = { self.publish(outcome) }
+            }
+            noteStored(fingerprint: fingerprint)
             return nil
         }
-        knownFingerprint = representation.fingerprint
-        attemptedFingerprint = nil
-        return (value, representation.fingerprint)
+        noteStored(fingerprint: fingerprint)
+        return value
     }
 
-    /// Writes `representation` through `write`, for the gate, with `ioLock` held, keeping the
-    /// bookkeeping of a save.
-    func storeLocked(_ representation: StoredRepresentation, through write: () throws -> Void) throws {
+    /// Writes `representation` through `write`, with `ioLock` held, keeping the ledger's
+    /// bookkeeping of a write: storage may hold it even when the write fails.
+    func storeLocked(_ representation: StoredRepresentation?, through write: () throws -> Void) throws {
         lock.withLock { ledger.writeStarted() }
         do {
             try write()
         } catch {
-            attemptedFingerprint = representation.fingerprint
+            lock.withLock { ledger.writeFailed(fingerprint: representation?.fingerprint) }
             throw error
         }
-        knownFingerprint = representation.fingerprint
-        attemptedFingerprint = nil
+        noteStored(fingerprint: representation?.fingerprint)
     }
 
     /// Storage holds the cell's value at `version`: the save after the change has nothing to do.

@@ -252,6 +252,38 @@ import Darwin
         #expect(stuck == 0, "\(stuck) of \(rounds) keys kept a save error over their saved newest value")
     }
 
+    /// The cell's value goes back to bytes it wrote before another process's change, its save
+    /// fails, and the retry writes them. Before, the value's own fingerprint of the file missed
+    /// the change the gate read from the journal: the retry took the file for holding the value
+    /// already, wrote nothing, and called it saved, so the other process's value stayed on disk.
+    @Test func aRetriedSaveWritesAValueTheFileHeldBeforeAnotherProcesssChange() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let store = directory.url.appending(path: "store", directoryHint: .isDirectory)
+        try FileManager.default.createDirectory(at: store, withIntermediateDirectories: true)
+        let storage = FileStateStorage.file(store, sharedAcrossProcesses: true)
+        let key = uniqueKey()
+        let count = PersistedState(0, key: key, storage: storage)
+        count ~> 1_000
+        let other = try TestHelperProcess.watched(["shared-increment", store.path, key, "1"])
+        other.send("go")
+        #expect(other.nextLine(startingWith: "done") == "done 1001")
+        await eventually("the other process's change arrives") { count.value == 1_001 }
+        // The storage breaks (its directory becomes a file), and the value goes back to 1,000.
+        try FileManager.default.removeItem(at: store)
+        try Data("not a directory".utf8).write(to: store)
+        count ~> 1_000
+        #expect(count.saveError != nil)
+        // Mended, holding the other process's value, as the failed save left it.
+        try FileManager.default.removeItem(at: store)
+        try FileManager.default.createDirectory(at: store, withIntermediateDirectories: true)
+        try Data("1001".utf8).write(to: storage.fileURL(forKey: key))
+        await awayFromThePool { count.flush() }
+        #expect(count.saveError == nil)
+        let stored = try storage.load(forKey: key).flatMap { String(decoding: $0, as: UTF8.self) }
+        #expect(stored == "1000")
+    }
+
     @Test func badBytesWrittenOutsideAreKeptAsideBeforeAWriteReplacesThem() throws {
         let directory = TemporaryDirectory()
         defer { directory.cleanUp() }
