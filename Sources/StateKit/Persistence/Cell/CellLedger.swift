@@ -36,6 +36,8 @@ import Foundation
 /// | ``outsideValueApplied(_:)``         | that version needs no save            | none                                     |
 /// | ``storageHolds(fingerprint:)``      | storage holds those bytes (read, or written) | none                              |
 /// | ``writeFailed(fingerprint:)``       | storage may hold those bytes          | none                                     |
+/// | ``saveWanted()``                    | a save is scheduled                   | schedule one, unless one is (a burst of changes costs one save) or the cell saves nothing |
+/// | ``scheduledSaveStarts()``           | no save is scheduled                  | none                                     |
 /// | ``beginSave(version:)``             | —                                     | ``SavePlan``: nothing to do, the standing encode error, or write (the records first, when a mark must precede the value) |
 /// | ``encodeFailed(version:error:)``    | failure kept, not retried             | tell the error's observers               |
 /// | ``saveSucceeded(version:)``         | saved version; failure cleared        | store the records an agreement now covers; tell the error's observers if it cleared one |
@@ -91,6 +93,9 @@ struct CellLedger {
     /// could be neither read nor moved aside (then with ``SavingStopped``, its save error).
     private var isStopped = false
     private var stopReason: SavingStopped?
+    /// Whether a save (of the value and records, or of the records alone for a cell that does not
+    /// save its value) is scheduled and has not started.
+    private var isSaveScheduled = false
     /// Failed attempts in a row, which set the retry delay.
     private(set) var failedSaves = 0
     /// The failures reported since the last save that succeeded, each by its short message (an
@@ -281,6 +286,19 @@ struct CellLedger {
     /// Whether storage holds the cell's value at `version`: saved, or read from there.
     func storageHolds(version: UInt64) -> Bool {
         version <= savedVersion || version == outsideVersion
+    }
+
+    /// A change wants saving. Returns whether to schedule a save: none is scheduled yet, and the
+    /// cell saves.
+    mutating func saveWanted() -> Bool {
+        guard !isStopped, !isSaveScheduled else { return false }
+        isSaveScheduled = true
+        return true
+    }
+
+    /// The scheduled save starts: a change from now on schedules another.
+    mutating func scheduledSaveStarts() {
+        isSaveScheduled = false
     }
 
     /// A save of the newest value, `version`, is about to run.

@@ -59,7 +59,6 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
     /// the key made them: its saves store them around the value, as the ledger says. Weak: the
     /// store keeps the cell (and so its ledger) alive while a remote channel uses it.
     private weak var recordStore: SyncRecordStore?
-    private var isSaveScheduled = false
     private var isCheckScheduled = false
     // Guarded by `ioLock`.
     private var isLoaded = false
@@ -323,14 +322,9 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
             saveNewest()
             return
         }
-        let isNew = lock.withLock {
-            guard ledger.isSaving, !isSaveScheduled else { return false }
-            isSaveScheduled = true
-            return true
-        }
-        guard isNew else { return }
+        guard lock.withLock({ ledger.saveWanted() }) else { return }
         queue.asyncAfter(deadline: .now() + delay) {
-            self.lock.withLock { self.isSaveScheduled = false }
+            self.lock.withLock { self.ledger.scheduledSaveStarts() }
             if !self.saveNewest() { self.scheduleRetry() }
         }
     }

@@ -10,7 +10,6 @@ final class StandaloneLedger: LedgerHost {
         var ledger = CellLedger(savesValue: false)
         /// Held weakly: the store holds this ledger.
         weak var store: SyncRecordStore?
-        var isStoreScheduled = false
     }
 
     private let state = LockedBox(State())
@@ -34,9 +33,7 @@ final class StandaloneLedger: LedgerHost {
 
     func storeLedgerSoon() {
         let isNew = state.withLock { state in
-            guard state.store != nil, !state.isStoreScheduled else { return false }
-            state.isStoreScheduled = true
-            return true
+            state.store != nil && state.ledger.saveWanted()
         }
         guard isNew else { return }
         queue.async { self.store() }
@@ -52,7 +49,7 @@ final class StandaloneLedger: LedgerHost {
     /// are stored again at their next change.
     private func store() {
         let (store, records) = state.withLock { state in
-            state.isStoreScheduled = false
+            state.ledger.scheduledSaveStarts()
             return (state.store, state.ledger.recordsToStore())
         }
         guard let store, let records else { return }
