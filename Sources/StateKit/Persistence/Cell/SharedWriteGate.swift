@@ -479,12 +479,3 @@ extension StoredValue {
         }
     }
 }
-
-/// The calling thread's identity, for ``SharedWriteGate`` to tell whether it holds the key.
-private func currentThreadID() -> UInt {
-    #if canImport(Darwin)
-    UInt(bitPattern: pthread_self())
-    #else
-    UInt(pthread_self())
-    #endif
-}

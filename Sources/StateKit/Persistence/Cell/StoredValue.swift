@@ -345,8 +345,9 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
     private func saveNewest() -> Bool {
         let keyLock = sharedKeyLock.current
         if let keyLock {
-            // A write holding the key saves the cell's value as it made it, as new as this one.
-            guard !keyLock.isHeld else { return true }
+            // A write on this thread holds the key (a flush inside its body): it saves the
+            // cell's value as it makes it. Another thread's hold is waited for below.
+            guard !keyLock.isHeldByCurrentThread else { return true }
             if isNewestSaved {
                 // The gate saved it: what is left is an agreement's records, which only the key's
                 // sender writes, so without the key's lock.

@@ -40,7 +40,8 @@ final class SharedKeyLock: @unchecked Sendable {
     private var descriptor: Int32 = -1
     /// The lock file's words (see ``readHeader()``); guarded by holding the key.
     private var words: (generation: UInt64, pending: UInt64, journalLast: UInt64, journalLength: UInt64) = (0, 0, 0, 0)
-    private let held = Atomic<Bool>(false)
+    /// The thread that holds the key, or waits for the file lock, or 0.
+    private let holder = Atomic<UInt>(0)
 
     /// Whether ``lock()`` completes the commit of a transaction it finds marked on the key; `false`
     /// for the locks that completion itself takes.
@@ -68,7 +69,7 @@ final class SharedKeyLock: @unchecked Sendable {
         var mayComplete = completesTransactions
         while true {
             threads.lock()
-            held.store(true, ordering: .relaxed)
+            holder.store(currentThreadID(), ordering: .relaxed)
             if descriptor < 0 { descriptor = Self.openLockFile(path) }
             guard descriptor >= 0 else { return false }
             while flock(descriptor, LOCK_EX) != 0 {
@@ -90,14 +91,14 @@ final class SharedKeyLock: @unchecked Sendable {
     /// Lets the key go; called by the thread that holds it.
     func unlock() {
         if descriptor >= 0 { flock(descriptor, LOCK_UN) }
-        held.store(false, ordering: .relaxed)
+        holder.store(0, ordering: .relaxed)
         threads.unlock()
     }
 
-    /// Whether a thread of this process holds the key, or waits for the file lock, now: a hint
-    /// that may be stale when it returns.
-    var isHeld: Bool {
-        held.load(ordering: .relaxed)
+    /// Whether the calling thread holds the key (or waits for the file lock): it must not wait
+    /// for the key again.
+    var isHeldByCurrentThread: Bool {
+        holder.load(ordering: .relaxed) == currentThreadID()
     }
 
     /// Reads the lock file's four words (generation, pending transaction, journal's last sequence

@@ -284,6 +284,48 @@ import Darwin
         #expect(stored == "1000")
     }
 
+    /// `flush()` returns once storage holds the newest value, also while another thread holds the
+    /// key. Before, it returned at once whenever any thread of the process held the key, taking
+    /// that thread for the one saving the value: here the newest value's save had failed, and
+    /// `flush()` returned with nothing in storage.
+    @Test func flushWaitsForTheKeyAnotherThreadHolds() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let store = directory.url.appending(path: "store", directoryHint: .isDirectory)
+        try FileManager.default.createDirectory(at: store, withIntermediateDirectories: true)
+        let storage = FileStateStorage.file(store, sharedAcrossProcesses: true)
+        let count = PersistedState(0, key: uniqueKey(), storage: storage)
+        count ~> 1
+        // The storage breaks (its directory becomes a file) for one write, which is not saved.
+        try FileManager.default.removeItem(at: store)
+        try Data("not a directory".utf8).write(to: store)
+        count ~> 2
+        let (stored, value) = try await awayFromThePool {
+            // Another thread holds the key, inside a modify body, from before the storage is
+            // mended (so no retry saves the value meanwhile) until 300 ms into the flush.
+            let inside = DispatchSemaphore(value: 0)
+            let release = DispatchSemaphore(value: 0)
+            Thread {
+                count.modify { value in
+                    inside.signal()
+                    release.wait()
+                    value += 1
+                }
+            }.start()
+            inside.wait()
+            return Result {
+                try FileManager.default.removeItem(at: store)
+                try FileManager.default.createDirectory(at: store, withIntermediateDirectories: true)
+                DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) { release.signal() }
+                count.flush()
+                let stored = try storage.load(forKey: count.key).map { String(decoding: $0, as: UTF8.self) }
+                return (stored, count.value)
+            }
+        }.get()
+        #expect(stored == "\(value)")
+        #expect(value == 3)
+    }
+
     @Test func badBytesWrittenOutsideAreKeptAsideBeforeAWriteReplacesThem() throws {
         let directory = TemporaryDirectory()
         defer { directory.cleanUp() }
