@@ -12,7 +12,9 @@ import Foundation
 /// - **storage**: the newest version storage holds (``savedVersion``), the version that came
 ///   from storage (not saved again), the fingerprint of what storage holds (so the cell's own
 ///   writes, and the bytes of a write that failed, are never taken for outside changes; a key
-///   shared across processes compares its journal's entries with it too), and a failed save with its error, kept until a save
+///   shared across processes compares its journal's entries with it too, and keeps the key's
+///   generation and file stamp beside it, so it reads the file only once either moved), and a
+///   failed save with its error, kept until a save
 ///   succeeds (an encode failure is not retried: encoding again would fail again), or saving
 ///   stopped for good (``SavingStopped``). ``saveError`` is the one copy of the save error: a
 ///   container's `saveError` and a synced container's status read it here;
@@ -36,6 +38,7 @@ import Foundation
 /// | ``outsideValueApplied(_:)``         | that version needs no save            | none                                     |
 /// | ``storageHolds(fingerprint:)``      | storage holds those bytes (read, or written) | none                              |
 /// | ``writeFailed(fingerprint:)``       | storage may hold those bytes          | none                                     |
+/// | ``storageSeen(at:)``                | the shared key's generation and stamp known | read the file, if either moved     |
 /// | ``saveWanted()``                    | a save is scheduled                   | schedule one, unless one is (a burst of changes costs one save) or the cell saves nothing |
 /// | ``scheduledSaveStarts()``           | no save is scheduled                  | none                                     |
 /// | ``beginSave(version:)``             | —                                     | ``SavePlan``: nothing to do, the standing encode error, or write (the records first, when a mark must precede the value) |
@@ -110,6 +113,10 @@ struct CellLedger {
     /// What the last failed write tried to store: storage may hold it, and it is not an outside
     /// change.
     private var attemptedFingerprint: Data?
+    /// For a key shared across processes, its generation and its file's stamp when the cell last
+    /// read or wrote it (``SharedKeyLock``, ``FileStamp``); `nil` before the first write, and after
+    /// a commit that failed (the file may hold either value).
+    private var storedStamp: (generation: UInt64, stamp: FileStamp)?
 
     /// Each destination's record as the ledger knows it now, by record name.
     private(set) var records: [String: SyncRecord] = [:]
@@ -275,6 +282,15 @@ struct CellLedger {
     /// A write of the bytes of `fingerprint` failed: storage may hold them all the same.
     mutating func writeFailed(fingerprint: Data?) {
         attemptedFingerprint = fingerprint
+    }
+
+    /// The shared key's file is at `stamp` (`nil`: unknown, read it at the next write). Returns
+    /// whether that moved since the cell last read or wrote it: the file must be read.
+    @discardableResult
+    mutating func storageSeen(at stamp: (generation: UInt64, stamp: FileStamp)?) -> Bool {
+        defer { storedStamp = stamp }
+        guard let stamp, let storedStamp else { return true }
+        return stamp.generation != storedStamp.generation || stamp.stamp != storedStamp.stamp
     }
 
     /// Whether bytes read from storage, of `fingerprint`, are a change made outside the cell:

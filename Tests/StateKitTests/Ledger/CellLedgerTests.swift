@@ -145,6 +145,32 @@ import Testing
         #expect(!retired.isSaving && retired.saveError == nil)
     }
 
+    /// What storage holds, as the ledger knows it: the fingerprint of the bytes the cell last read
+    /// or wrote (the bytes of a failed write are no outside change either), and for a shared key
+    /// the generation and file stamp, which say when the file must be read again.
+    @Test func theLedgerKnowsWhatStorageHolds() {
+        var ledger = CellLedger(savesValue: true)
+        let one = Data("1".utf8)
+        let two = Data("2".utf8)
+        #expect(ledger.isOutsideChange(one))
+        ledger.storageHolds(fingerprint: one)
+        #expect(!ledger.isOutsideChange(one))
+        ledger.writeFailed(fingerprint: two)
+        #expect(!ledger.isOutsideChange(two), "a failed write's own bytes")
+        #expect(ledger.isOutsideChange(Data("3".utf8)))
+        #expect(ledger.isOutsideChange(nil), "the value removed outside")
+        let stamp = FileStamp(path: "/")
+        let first = ledger.storageSeen(at: (1, stamp))
+        let same = ledger.storageSeen(at: (1, stamp))
+        let moved = ledger.storageSeen(at: (2, stamp))
+        ledger.storageSeen(at: nil)
+        let afterFailedCommit = ledger.storageSeen(at: (2, stamp))
+        #expect(first, "never read")
+        #expect(!same)
+        #expect(moved, "another writer's generation")
+        #expect(afterFailedCommit, "unknown after a failed commit")
+    }
+
     // MARK: The ledger at work
 
     /// Two writers and a sink agreeing on every send: replaying the storage's writes in order, a

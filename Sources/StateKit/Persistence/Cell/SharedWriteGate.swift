@@ -75,9 +75,6 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
     // Guarded by `keyLock`.
     /// The value whose `ioLock` the holder holds, kept alive until it lets go.
     private var holding: StoredValue<Value>?
-    /// The generation and stamp of the file when this process last read or wrote it; `nil`
-    /// before the first write, which reads the file.
-    private var known: (generation: UInt64, stamp: FileStamp)?
     /// The value step 2 replaced, and the version the outside value took, until a change
     /// publishes it.
     private var broughtIn: (replaced: Value, version: UInt64)?
@@ -193,10 +190,7 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
     /// it is not the last of those (a write the journal missed), at a version of its own, kept in
     /// `broughtIn` for the caller to publish.
     private func bringIn(from value: StoredValue<Value>, publishingEach: Bool) {
-        let generation = keyLock.generation
-        let stamp = FileStamp(path: path)
-        if let known, known.generation == generation, known.stamp == stamp { return }
-        known = (generation, stamp)
+        guard value.storageSeen(at: (keyLock.generation, FileStamp(path: path))) else { return }
         readJournal(publishingEach ? value : nil)
         var report: (() -> Void)?
         let found = value.readChangedLocked(publishLater: &report)
@@ -371,7 +365,7 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
                 let generation = keyLock.advanceGeneration()
                 try value.storeLocked(representation) { try storage.replace(data, fileName: fileName) }
                 appendToJournal(data)
-                known = (generation, FileStamp(path: path))
+                value.storageSeen(at: (generation, FileStamp(path: path)))
                 scheduleSync()
             }
             return true
@@ -445,7 +439,7 @@ extension SharedWriteGate: SharedTransactionParticipant {
         // The record wrote the file; this keeps the bookkeeping of a save.
         try? value.storeLocked(staged.representation) {}
         appendToJournal(staged.data)
-        known = (keyLock.generation, FileStamp(path: path))
+        value.storageSeen(at: (keyLock.generation, FileStamp(path: path)))
         noteSaved(staged.version, of: value)
     }
 
@@ -454,7 +448,7 @@ extension SharedWriteGate: SharedTransactionParticipant {
         staged = nil
         // The file may hold the new value (the next holder completes the commit) or the old one;
         // it is read again at the next write, and the cell's own save retries.
-        known = nil
+        value.storageSeen(at: nil)
         noteFailed(error, of: value)
     }
 }

@@ -784,6 +784,13 @@ extension StoredValue {
         lock.withLock { ledger.storedFingerprint == fingerprint }
     }
 
+    /// The shared key's generation and file stamp are `stamp` now (`nil`: unknown); returns whether
+    /// either moved since the cell last read or wrote the file (see ``CellLedger/storageSeen(at:)``).
+    @discardableResult
+    func storageSeen(at stamp: (generation: UInt64, stamp: FileStamp)?) -> Bool {
+        lock.withLock { ledger.storageSeen(at: stamp) }
+    }
+
     /// Storage holds the bytes of `fingerprint`: the cell read them (the gate, from the key's
     /// journal too), or wrote them.
     func noteStored(fingerprint: Data?) {

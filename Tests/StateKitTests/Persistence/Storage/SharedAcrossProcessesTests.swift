@@ -265,9 +265,12 @@ import Darwin
         let key = uniqueKey()
         let count = PersistedState(0, key: key, storage: storage)
         count ~> 1_000
-        let other = try TestHelperProcess.watched(["shared-increment", store.path, key, "1"])
-        other.send("go")
-        #expect(other.nextLine(startingWith: "done") == "done 1001")
+        // The child is waited for off the pool: under the sanitizer it takes a minute to start.
+        try await offThePool {
+            let other = try TestHelperProcess.watched(["shared-increment", store.path, key, "1"])
+            other.send("go")
+            #expect(other.nextLine(startingWith: "done") == "done 1001")
+        }
         await eventually("the other process's change arrives") { count.value == 1_001 }
         // The storage breaks (its directory becomes a file), and the value goes back to 1,000.
         try FileManager.default.removeItem(at: store)
