@@ -259,27 +259,24 @@ import Darwin
     @Test func aRetriedSaveWritesAValueTheFileHeldBeforeAnotherProcesssChange() async throws {
         let directory = TemporaryDirectory()
         defer { directory.cleanUp() }
-        let store = directory.url.appending(path: "store", directoryHint: .isDirectory)
-        try FileManager.default.createDirectory(at: store, withIntermediateDirectories: true)
-        let storage = FileStateStorage.file(store, sharedAcrossProcesses: true)
+        let store = try BreakableStore(in: directory)
+        let storage = store.storage
         let key = uniqueKey()
         let count = PersistedState(0, key: key, storage: storage)
         count ~> 1_000
         // The child is waited for off the pool: under the sanitizer it takes a minute to start.
         try await offThePool {
-            let other = try TestHelperProcess.watched(["shared-increment", store.path, key, "1"])
+            let other = try TestHelperProcess.watched(["shared-increment", store.url.path, key, "1"])
             other.send("go")
             #expect(other.nextLine(startingWith: "done") == "done 1001")
         }
         await eventually("the other process's change arrives") { count.value == 1_001 }
-        // The storage breaks (its directory becomes a file), and the value goes back to 1,000.
-        try FileManager.default.removeItem(at: store)
-        try Data("not a directory".utf8).write(to: store)
+        // The storage breaks, and the value goes back to 1,000.
+        try store.break()
         count ~> 1_000
         #expect(count.saveError != nil)
         // Mended, holding the other process's value, as the failed save left it.
-        try FileManager.default.removeItem(at: store)
-        try FileManager.default.createDirectory(at: store, withIntermediateDirectories: true)
+        try store.mend()
         try Data("1001".utf8).write(to: storage.fileURL(forKey: key))
         await awayFromThePool { count.flush() }
         #expect(count.saveError == nil)
@@ -294,14 +291,11 @@ import Darwin
     @Test func flushWaitsForTheKeyAnotherThreadHolds() async throws {
         let directory = TemporaryDirectory()
         defer { directory.cleanUp() }
-        let store = directory.url.appending(path: "store", directoryHint: .isDirectory)
-        try FileManager.default.createDirectory(at: store, withIntermediateDirectories: true)
-        let storage = FileStateStorage.file(store, sharedAcrossProcesses: true)
-        let count = PersistedState(0, key: uniqueKey(), storage: storage)
+        let store = try BreakableStore(in: directory)
+        let count = PersistedState(0, key: uniqueKey(), storage: store.storage)
         count ~> 1
-        // The storage breaks (its directory becomes a file) for one write, which is not saved.
-        try FileManager.default.removeItem(at: store)
-        try Data("not a directory".utf8).write(to: store)
+        // The storage breaks for one write, which is not saved.
+        try store.break()
         count ~> 2
         let (stored, value) = try await awayFromThePool {
             // Another thread holds the key, inside a modify body, from before the storage is
@@ -317,11 +311,10 @@ import Darwin
             }.start()
             inside.wait()
             return Result {
-                try FileManager.default.removeItem(at: store)
-                try FileManager.default.createDirectory(at: store, withIntermediateDirectories: true)
+                try store.mend()
                 DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) { release.signal() }
                 count.flush()
-                let stored = try storage.load(forKey: count.key).map { String(decoding: $0, as: UTF8.self) }
+                let stored = try store.storage.load(forKey: count.key).map { String(decoding: $0, as: UTF8.self) }
                 return (stored, count.value)
             }
         }.get()
@@ -384,3 +377,26 @@ private struct SharedLogValue: Decodable {
 }
 
 private struct Negative: Error {}
+
+/// Shared file storage in a directory of its own that a test can break (the directory becomes a
+/// file: every write fails, for root too) and mend (an empty directory again).
+private struct BreakableStore: Sendable {
+    let url: URL
+    let storage: FileStateStorage
+
+    init(in directory: TemporaryDirectory) throws {
+        url = directory.url.appending(path: "store", directoryHint: .isDirectory)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        storage = .file(url, sharedAcrossProcesses: true)
+    }
+
+    func `break`() throws {
+        try FileManager.default.removeItem(at: url)
+        try Data("not a directory".utf8).write(to: url)
+    }
+
+    func mend() throws {
+        try FileManager.default.removeItem(at: url)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+}
