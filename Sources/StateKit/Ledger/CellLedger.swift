@@ -41,6 +41,8 @@ import Foundation
 /// | ``storageSeen(at:)``                | the shared key's generation and stamp known | read the file, if either moved     |
 /// | ``saveWanted()``                    | a save is scheduled                   | schedule one, unless one is (a burst of changes costs one save) or the cell saves nothing |
 /// | ``scheduledSaveStarts()``           | no save is scheduled                  | none                                     |
+/// | ``syncWanted()``                    | forcing a shared key's file to disk is scheduled | schedule it, unless it is (a burst of writes costs one `fsync`) |
+/// | ``scheduledSyncStarts()``           | no forcing is scheduled               | none                                     |
 /// | ``beginSave(version:)``             | —                                     | ``SavePlan``: nothing to do, the standing encode error, or write (the records first, when a mark must precede the value) |
 /// | ``encodeFailed(version:error:)``    | failure kept, not retried             | tell the error's observers               |
 /// | ``saveSucceeded(version:)``         | saved version; failure cleared        | store the records an agreement now covers; tell the error's observers if it cleared one |
@@ -99,6 +101,9 @@ struct CellLedger {
     /// Whether a save (of the value and records, or of the records alone for a cell that does not
     /// save its value) is scheduled and has not started.
     private var isSaveScheduled = false
+    /// Whether forcing a shared key's file to disk is scheduled and has not started (its writes,
+    /// under the key's lock, leave that for later).
+    private var isSyncScheduled = false
     /// Failed attempts in a row, which set the retry delay.
     private(set) var failedSaves = 0
     /// The failures reported since the last save that succeeded, each by its short message (an
@@ -315,6 +320,18 @@ struct CellLedger {
     /// The scheduled save starts: a change from now on schedules another.
     mutating func scheduledSaveStarts() {
         isSaveScheduled = false
+    }
+
+    /// A shared key's file was written without being forced to disk. Returns whether to schedule
+    /// forcing it: none is scheduled yet.
+    mutating func syncWanted() -> Bool {
+        defer { isSyncScheduled = true }
+        return !isSyncScheduled
+    }
+
+    /// The scheduled forcing of the file starts: a write from now on schedules another.
+    mutating func scheduledSyncStarts() {
+        isSyncScheduled = false
     }
 
     /// A save of the newest value, `version`, is about to run.

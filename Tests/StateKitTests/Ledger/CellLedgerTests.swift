@@ -171,6 +171,26 @@ import Testing
         #expect(afterFailedCommit, "unknown after a failed commit")
     }
 
+    /// A burst of changes schedules one save, and a burst of a shared key's writes one `fsync`;
+    /// each schedules again once the scheduled one starts; a cell that stopped saving schedules
+    /// no save.
+    @Test func aBurstSchedulesOneSaveAndOneSync() {
+        var ledger = CellLedger(savesValue: true)
+        let saves = (0..<3).map { _ in ledger.saveWanted() }
+        let syncs = (0..<3).map { _ in ledger.syncWanted() }
+        ledger.scheduledSaveStarts()
+        ledger.scheduledSyncStarts()
+        let saveAfterStart = ledger.saveWanted()
+        let syncAfterStart = ledger.syncWanted()
+        ledger.scheduledSaveStarts()
+        ledger.stopSaving(nil)
+        let saveWhenStopped = ledger.saveWanted()
+        #expect(saves == [true, false, false])
+        #expect(syncs == [true, false, false])
+        #expect(saveAfterStart && syncAfterStart)
+        #expect(!saveWhenStopped)
+    }
+
     // MARK: The ledger at work
 
     /// Two writers and a sink agreeing on every send: replaying the storage's writes in order, a

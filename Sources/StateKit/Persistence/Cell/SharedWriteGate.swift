@@ -67,7 +67,6 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
     private let fileName: String
     private let path: String
     private let syncQueue: DispatchQueue
-    private let isSyncScheduled = LockedBox(false)
     /// The thread holding the key, or 0; written by that thread.
     private let holder = Atomic<UInt>(0)
     /// Reports to publish once no lock is held (bytes kept aside while the key was held).
@@ -366,7 +365,7 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
                 try value.storeLocked(representation) { try storage.replace(data, fileName: fileName) }
                 appendToJournal(data)
                 value.storageSeen(at: (generation, FileStamp(path: path)))
-                scheduleSync()
+                scheduleSync(of: value)
             }
             return true
         } catch {
@@ -381,15 +380,12 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
     /// and the rename about 170 µs).
     private static var syncDelay: Double { 0.05 }
 
-    /// Forces the key's file to disk soon, once for a burst of writes.
-    private func scheduleSync() {
-        let isNew = isSyncScheduled.withLock { isScheduled in
-            defer { isScheduled = true }
-            return !isScheduled
-        }
-        guard isNew else { return }
-        syncQueue.asyncAfter(deadline: .now() + Self.syncDelay) { [storage, key, isSyncScheduled] in
-            isSyncScheduled.withLock { $0 = false }
+    /// Forces the key's file to disk soon, once for a burst of writes (the ledger of `value` says
+    /// when one is scheduled).
+    private func scheduleSync(of value: StoredValue<Value>) {
+        guard value.syncWanted() else { return }
+        syncQueue.asyncAfter(deadline: .now() + Self.syncDelay) { [storage, key, weak value] in
+            value?.scheduledSyncStarts()
             storage.synchronize(forKey: key)
         }
     }

@@ -779,6 +779,17 @@ extension StoredValue {
         return lock.withLock { ledger.storageHolds(version: newestVersion) }
     }
 
+    /// The gate wrote the key's file without forcing it to disk: whether to schedule that
+    /// (``CellLedger/syncWanted()``).
+    func syncWanted() -> Bool {
+        lock.withLock { ledger.syncWanted() }
+    }
+
+    /// The scheduled forcing of the key's file starts.
+    func scheduledSyncStarts() {
+        lock.withLock { ledger.scheduledSyncStarts() }
+    }
+
     /// Whether storage holds the bytes of `fingerprint`, as the cell last read or wrote it.
     func storageHolds(fingerprint: Data?) -> Bool {
         lock.withLock { ledger.storedFingerprint == fingerprint }
