@@ -35,6 +35,7 @@ import Foundation
 /// | event                               | ledger                                | action                                   |
 /// | ----------------------------------- | ------------------------------------- | ---------------------------------------- |
 /// | ``localChange(_:)``                 | every record unsent                   | a cell that saves its value: none (the value's save stores the mark first); otherwise store the records |
+/// | ``loadStarts()``                    | storage is read (once)                | none                                     |
 /// | ``outsideValueApplied(_:)``         | that version needs no save            | none                                     |
 /// | ``storageHolds(fingerprint:)``      | storage holds those bytes (read, or written) | none                              |
 /// | ``writeFailed(fingerprint:)``       | storage may hold those bytes          | none                                     |
@@ -110,6 +111,9 @@ struct CellLedger {
     /// `NSError`'s description lists its user info in no fixed order), so that a failure that
     /// persists, or two that alternate, are reported once each.
     private var reportedFailures: Set<String> = []
+    /// Whether the cell read its value from storage (once, when its first container was made):
+    /// until then it knows nothing of what storage holds.
+    private(set) var isLoaded = false
     /// Counts the writes that may have reached storage, so that a value read from storage is not
     /// written into the cell after a save replaced it.
     private(set) var storeGeneration: UInt64 = 0
@@ -272,6 +276,11 @@ struct CellLedger {
     }
 
     // MARK: Storage
+
+    /// The cell's one load from storage starts (a second container of the key finds it done).
+    mutating func loadStarts() {
+        isLoaded = true
+    }
 
     /// The change at `version` wrote a value read from storage: it is there already.
     mutating func outsideValueApplied(_ version: UInt64?) {

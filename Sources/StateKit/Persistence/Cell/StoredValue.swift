@@ -61,7 +61,6 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
     private weak var recordStore: SyncRecordStore?
     private var isCheckScheduled = false
     // Guarded by `ioLock`.
-    private var isLoaded = false
     private var watchToken: AnyObject?
     /// What other layers keep per cell, one of each type, made by the first to ask.
     private let attachments = LockedBox<[ObjectIdentifier: AnyObject]>([:])
@@ -147,7 +146,7 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
     /// among those it goes through; it reads its key again once the move is done.
     func prepare() {
         // Every container of the key after the first finds it loaded, and looks nothing up.
-        guard !ioLock.withLock({ isLoaded }) else { return }
+        guard !lock.withLock({ ledger.isLoaded }) else { return }
         let registry = StoredValueRegistry.shared
         var liveValues: [String: any LiveStoredValue] = [:]
         var result: (outcome: Outcome?, afterUnlocking: [() -> Void], hasLoaded: Bool)?
@@ -161,12 +160,13 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
             defer { for keyLock in keyLocks.reversed() { keyLock.unlock() } }
             let lockOrder = ([self] + liveValues.values).sorted { ObjectIdentifier($0) < ObjectIdentifier($1) }
             result = Self.withIOLocks(of: lockOrder[...]) {
-                guard !isLoaded else { return (nil, [], false) }
+                // Under `ioLock`, which every load holds: one of two racing loads runs.
+                guard !lock.withLock({ ledger.isLoaded }) else { return (nil, [], false) }
                 // Bounded, so that a stream of new containers elsewhere cannot hold the load up.
                 guard previousCodecs.isEmpty || registry.registrations == registrations || attempts > 100 else {
                     return nil
                 }
-                isLoaded = true
+                lock.withLock { ledger.loadStarts() }
                 let (moveFailure, afterMove) = moveFromPreviousKeys(throughLiveValues: liveValues, keyLocks: keyLocks)
                 let (loaded, outcome) = loadInitialValue(keyLocks: keyLocks)
                 cell.lock.withLock { cell.storedValue = loaded }
@@ -508,7 +508,7 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
     ///   a value not loaded yet, or one that does not persist), and the publication of the save's
     ///   outcome, to run once the locks are released.
     func flushForMoveLocked() -> (isSaved: Bool, publish: () -> Void) {
-        guard isLoaded else { return (true, {}) }
+        guard lock.withLock({ ledger.isLoaded }) else { return (true, {}) }
         let (outcome, _) = saveNewestLocked()
         let isSaved = lock.withLock { ledger.failure == nil }
         return (isSaved, { self.publish(outcome) })
@@ -621,7 +621,7 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
         isSettled: Bool,
         outcome: inout Outcome
     ) -> (value: Value, generation: UInt64)? {
-        guard isLoaded else { return nil }
+        guard lock.withLock({ ledger.isLoaded }) else { return nil }
         let representation: StoredRepresentation?
         do {
             representation = try codec.load()

@@ -276,8 +276,7 @@ import Darwin
         count ~> 1_000
         #expect(count.saveError != nil)
         // Mended, holding the other process's value, as the failed save left it.
-        try store.mend()
-        try Data("1001".utf8).write(to: storage.fileURL(forKey: key))
+        try store.mend(holding: Data("1001".utf8), forKey: key)
         await awayFromThePool { count.flush() }
         #expect(count.saveError == nil)
         let stored = try storage.load(forKey: key).flatMap { String(decoding: $0, as: UTF8.self) }
@@ -379,7 +378,7 @@ private struct SharedLogValue: Decodable {
 private struct Negative: Error {}
 
 /// Shared file storage in a directory of its own that a test can break (the directory becomes a
-/// file: every write fails, for root too) and mend (an empty directory again).
+/// file: every write fails, for root too) and mend (a directory again).
 private struct BreakableStore: Sendable {
     let url: URL
     let storage: FileStateStorage
@@ -395,8 +394,14 @@ private struct BreakableStore: Sendable {
         try Data("not a directory".utf8).write(to: url)
     }
 
-    func mend() throws {
+    /// Makes the store a directory again, empty or holding `data` as the file of `key` from the
+    /// moment it is one (it is made aside and renamed into place), so that no save retried
+    /// meanwhile finds it empty.
+    func mend(holding data: Data? = nil, forKey key: String = "") throws {
+        let aside = url.deletingLastPathComponent().appending(path: "mended", directoryHint: .isDirectory)
+        try FileManager.default.createDirectory(at: aside, withIntermediateDirectories: true)
+        if let data { try data.write(to: FileStateStorage.file(aside).fileURL(forKey: key)) }
         try FileManager.default.removeItem(at: url)
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        try FileManager.default.moveItem(at: aside, to: url)
     }
 }
