@@ -127,8 +127,6 @@ final class SyncRecordStore: @unchecked Sendable {
         }
     }
 
-    /// Whether the records note each value before it is sent (``RemoteChannel/recordSending(_:)``):
-    /// they are kept in storage, so that a launch after a kill finds what was in flight.
     /// Records a base taken with local changes unsent (see ``CellLedger/based(_:base:validator:from:)``).
     func base(_ name: String, base: Data?, validator: String?, from version: UInt64?) {
         if ledger.withLedger({ $0.based(name, base: base, validator: validator, from: version) }) {
@@ -136,6 +134,8 @@ final class SyncRecordStore: @unchecked Sendable {
         }
     }
 
+    /// Whether the records note each value before it is sent (``RemoteChannel/recordSending(_:)``):
+    /// they are kept in storage, so that a launch after a kill finds what was in flight.
     var notesSending: Bool {
         storage != nil
     }
