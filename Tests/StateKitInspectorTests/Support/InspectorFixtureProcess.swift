@@ -49,14 +49,18 @@ final class InspectorFixtureProcess {
         self.port = UInt16(port)
     }
 
-    /// Closes the program's input, which ends it; kills it if it has not ended within 10 s.
+    /// Closes the program's input, which ends it; kills it if it has not ended within 10 s, and
+    /// waits 10 s more at most. Never `Process.waitUntilExit()`: beside the other test target's
+    /// children, it once missed the killed program's exit and waited for ever, and the whole run
+    /// with it.
     deinit {
         try? input.fileHandleForWriting.close()
         let deadline = Date().addingTimeInterval(10)
         while process.isRunning && Date() < deadline { usleep(10_000) }
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            let killed = Date().addingTimeInterval(10)
+            while process.isRunning && Date() < killed { usleep(10_000) }
         }
         try? FileManager.default.removeItem(at: directory)
     }

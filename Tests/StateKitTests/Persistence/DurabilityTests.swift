@@ -162,7 +162,7 @@ final class FaultyStorage: StateStorage, @unchecked Sendable {
         let finished = Process()
         finished.executableURL = URL(fileURLWithPath: "/bin/true")
         try finished.run()
-        finished.waitUntilExit()
+        #expect(hasExited(finished, within: 60))
         let deadPID = finished.processIdentifier
         let stale = ".\(key).json.tmp-\(deadPID)-\(UUID().uuidString)"
         let live = ".\(key).json.tmp-\(getpid())-\(UUID().uuidString)"

@@ -211,7 +211,6 @@ struct SmallFilesystem {
         process.executableURL = URL(fileURLWithPath: tool)
         process.arguments = arguments
         try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw POSIXError(.EPERM) }
+        guard hasExited(process, within: 60), process.terminationStatus == 0 else { throw POSIXError(.EPERM) }
     }
 }

@@ -105,7 +105,7 @@ import Testing
                 for child in children where child.nextLine() != "ready" { return [] }
                 for child in children { child.send("go") }
                 return children.map { child in
-                    defer { child.process.waitUntilExit() }
+                    defer { child.waitForExit() }
                     return Int(child.nextLine(startingWith: "done")?.dropFirst("done ".count) ?? "") ?? -1
                 }
             }

@@ -14,6 +14,16 @@ func waitFor(
     #expect(result == .success, "timed out waiting for \(what)", sourceLocation: sourceLocation)
 }
 
+/// Waits for `process` to exit, polling, `seconds` at most; returns whether it exited.
+///
+/// Never `Process.waitUntilExit()`: with dozens of children started and ended around it, it once
+/// missed a killed child's exit and waited for ever, and the whole run with it.
+func hasExited(_ process: Process, within seconds: Double) -> Bool {
+    let deadline = Date() + seconds
+    while process.isRunning && Date() < deadline { usleep(10_000) }
+    return !process.isRunning
+}
+
 /// Runs `body` on `count` real threads at once and returns when all have finished.
 func onThreads(_ count: Int, stackSize: Int? = nil, _ body: @escaping @Sendable (Int) -> Void) {
     let done = DispatchSemaphore(value: 0)

@@ -64,7 +64,7 @@ import Glibc
         #expect(state.value == "from the child")
         #expect(heard.values.count == 103)
         child.send("quit")
-        child.process.waitUntilExit()
+        child.waitForExit()
         #expect(DiagnosticsRecorder.diagnostics(involving: key).isEmpty)
     }
 

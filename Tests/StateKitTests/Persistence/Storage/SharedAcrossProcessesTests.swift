@@ -78,8 +78,7 @@ import Darwin
         for child in children {
             let done = try #require(child.nextLine(startingWith: "done"))
             finals.append(try #require(Int(done.dropFirst("done ".count))))
-            child.process.waitUntilExit()
-            #expect(child.process.terminationStatus == 0)
+            #expect(child.waitForExit() && child.process.terminationStatus == 0)
         }
         // Each saw its own last increment on top of everyone's earlier ones; the last to finish
         // saw all of them.
@@ -89,7 +88,7 @@ import Darwin
         // A relaunch starts from the total, and a container here sees it too.
         let relaunched = try startTogether(1, "shared-increment", directory, key) { _ in ["1"] }
         #expect(relaunched[0].nextLine(startingWith: "done") == "done \(4 * perProcess + 1)")
-        relaunched[0].process.waitUntilExit()
+        relaunched[0].waitForExit()
         let here = PersistedState(0, key: key, storage: shared(directory))
         #expect(here.value == 4 * perProcess + 1)
         here.modify { $0 += 1 }
@@ -106,8 +105,7 @@ import Darwin
         let children = try startTogether(3, "shared-append", directory, key) { ["\(perProcess)", tags[$0]] }
         for child in children {
             #expect(child.nextLine(startingWith: "done") != nil)
-            child.process.waitUntilExit()
-            #expect(child.process.terminationStatus == 0)
+            #expect(child.waitForExit() && child.process.terminationStatus == 0)
         }
         let log = try #require(try stored(SharedLogValue.self, directory, key))
         #expect(log.entries.count == 3 * perProcess)
@@ -118,7 +116,7 @@ import Darwin
 
         let relaunched = try startTogether(1, "shared-append", directory, key) { _ in ["1", "d"] }
         #expect(relaunched[0].nextLine(startingWith: "done") == "done \(3 * perProcess + 1)")
-        relaunched[0].process.waitUntilExit()
+        relaunched[0].waitForExit()
         #expect(try stored(SharedLogValue.self, directory, key)?.entries.last == "d-0")
     }
 
@@ -150,7 +148,7 @@ import Darwin
         let started = ContinuousClock.now
         #expect(try await heard.next(timeout: .seconds(60)) == [21])
         print("shared key, this process hears another's modify after \(ContinuousClock.now - started) (incl. launch)")
-        writer[0].process.waitUntilExit()
+        writer[0].waitForExit()
         watcher.send("")
         #expect(watcher.nextLine(startingWith: "value") == "value 21")
         watcher.kill()
@@ -191,7 +189,7 @@ import Darwin
         // Another process goes on too, from the same value, and so does a relaunch of the holder.
         let next = try startTogether(1, "shared-increment", directory, key) { _ in ["1"] }[0]
         #expect(next.nextLine(startingWith: "done") == "done 16")
-        next.process.waitUntilExit()
+        next.waitForExit()
         let relaunched = try startTogether(1, "shared-hold", directory, key) { _ in [] }[0]
         #expect(relaunched.nextLine(startingWith: "inside") == "inside 16")
         relaunched.kill()

@@ -23,7 +23,7 @@ import Darwin
         }
         for child in children {
             #expect(child.nextLine(startingWith: "done") != nil)
-            child.process.waitUntilExit()
+            child.waitForExit()
         }
     }
 

@@ -121,8 +121,7 @@ import Testing
                 let ready = child.nextLine()
                 child.send("go")
                 let done = child.nextLine(startingWith: "done")
-                child.process.waitUntilExit()
-                return (ready, done, child.process.terminationStatus)
+                return (ready, done, child.waitForExit() ? child.process.terminationStatus : -1)
             }
         }.get()
         #expect(ready == "ready")

@@ -75,7 +75,7 @@ struct SinksHelper {
     func waitForExit(seconds: Double = 60, sourceLocation: SourceLocation = #_sourceLocation) async {
         await bounded("the sinks helper to exit", seconds: seconds, sourceLocation: sourceLocation) { resumer in
             Thread {
-                process.waitUntilExit()
+                _ = hasExited(process, within: seconds)
                 resumer.resume()
             }.start()
         }

@@ -96,8 +96,7 @@ final class TestHelperProcess {
         if let input { helper.send(input) }
         var lines: [String] = []
         while let line = helper.nextLine() { lines.append(line) }
-        helper.process.waitUntilExit()
-        #expect(helper.process.terminationStatus == 0)
+        #expect(helper.waitForExit() && helper.process.terminationStatus == 0)
         return lines
     }
 
@@ -115,14 +114,24 @@ final class TestHelperProcess {
         }
     }
 
-    /// Sends SIGKILL and waits for the child to be gone.
+    /// Sends SIGKILL and waits (10 s at most) for the child to be gone.
     func kill() {
         #if canImport(Glibc)
         _ = Glibc.kill(process.processIdentifier, SIGKILL)
         #else
         _ = Darwin.kill(process.processIdentifier, SIGKILL)
         #endif
-        process.waitUntilExit()
+        _ = hasExited(process, within: 10)
+    }
+
+    /// Waits for the child to exit, ``bound`` at most (``hasExited(_:within:)``), and returns
+    /// whether it did; one still running records an issue. Read `terminationStatus` only after it
+    /// returned `true`: reading a running process's status stops the tests.
+    @discardableResult
+    func waitForExit(sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
+        let isGone = hasExited(process, within: Self.bound)
+        #expect(isGone, "the helper still runs after \(Self.bound) s", sourceLocation: sourceLocation)
+        return isGone
     }
 
     /// The helper built next to the test bundle (`swift test` builds it: the test target
