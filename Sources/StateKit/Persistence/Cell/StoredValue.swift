@@ -355,7 +355,7 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
                 publish(failed)
                 return false
             }
-            holdForSave(keyLock)
+            keyLock.lock()
         }
         let (outcome, isDone) = ioLock.withLock { saveNewestLocked() }
         keyLock?.unlock()
@@ -403,6 +403,10 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
         }
         let fingerprint = representation?.fingerprint
         if !storageHolds(fingerprint: fingerprint) {
+            // A key shared across processes: its generation moves before its file is replaced
+            // (see ``SharedKeyLock``), and only then, so that a save with nothing to write does not
+            // send every other process to read the file.
+            if let keyLock = sharedKeyLock.current, keyLock.isHeldByCurrentThread { _ = keyLock.advanceGeneration() }
             do {
                 try storeLocked(representation) { try codec.store(representation) }
             } catch {
@@ -764,13 +768,6 @@ extension StoredValue: LedgerHost {
 
 /// What ``SharedWriteGate`` needs of the value's bookkeeping, kept here because it is private.
 extension StoredValue {
-    /// Takes `keyLock` for a save made outside the gate (a retry, a value adopted at launch), and
-    /// advances the key's generation, since the save may replace the file.
-    private func holdForSave(_ keyLock: SharedKeyLock) {
-        keyLock.lock()
-        _ = keyLock.advanceGeneration()
-    }
-
     /// Whether storage holds the cell's newest value: the gate saved it, or it came from there.
     /// Then a save after a change has nothing to do, and does not take the key's lock (which
     /// another process's writers wait for).
