@@ -169,6 +169,11 @@ import Testing
         withExtendedLifetime(intruder) {}
     }
 
+    /// Writes `lines` to the log at `log`, one record a line: a log as a relaunch finds it.
+    private func writeLog(_ lines: [String], to log: URL) throws {
+        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: log)
+    }
+
     /// Outcomes a receipt reads after a relaunch, as the log keeps them: a range that runs
     /// backwards or past the trusted versions is set aside and reported, the good one is kept,
     /// and the change after them is delivered.
@@ -184,7 +189,7 @@ import Testing
             #"{"settled":{"from":1,"through":18446744073709551615,"discarded":"absurd"}}"#,
             change(key, 3),
         ]
-        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: log)
+        try writeLog(lines, to: log)
 
         let sink = TestSink<Int>()
         let state = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: sink) }
@@ -205,7 +210,7 @@ import Testing
             change(key, 1), change(key, 2), #"{"acknowledged":18446744073709551615}"#, change(key, 3),
             change(key, UInt64.max), change("another-key", 4), change(key, 4),
         ]
-        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: log)
+        try writeLog(lines, to: log)
 
         let sink = TestSink<Int>()
         let state = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: sink) }
