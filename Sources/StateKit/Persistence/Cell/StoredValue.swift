@@ -145,8 +145,10 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
     /// and the look-up done again. A value of an earlier key made while the move runs is not
     /// among those it goes through; it reads its key again once the move is done.
     func prepare() {
-        // Every container of the key after the first finds it loaded, and looks nothing up.
-        guard !lock.withLock({ ledger.isLoaded }) else { return }
+        // Every container of the key after the first finds it loaded, and looks nothing up. Read
+        // under `ioLock`, which the load holds: a container made while another's load runs waits
+        // for the loaded value, rather than writing over the default the load then replaces.
+        guard !ioLock.withLock({ lock.withLock { ledger.isLoaded } }) else { return }
         let registry = StoredValueRegistry.shared
         var liveValues: [String: any LiveStoredValue] = [:]
         var result: (outcome: Outcome?, afterUnlocking: [() -> Void], hasLoaded: Bool)?

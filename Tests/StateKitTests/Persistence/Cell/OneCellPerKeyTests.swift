@@ -62,6 +62,34 @@ import Testing
         }
     }
 
+    /// A container made while another container's load of the key is still reading storage waits
+    /// for the loaded value. (With the load's flag read outside the load's lock, the second
+    /// container went on from the default at once, and the load then wrote the stored value over
+    /// its increment.)
+    @Test func aContainerMadeDuringTheFirstsLoadStartsFromTheLoadedValue() async {
+        let storage = SlowFirstLoadStorage()
+        let key = uniqueKey()
+        try? storage.base.save(Data("5".utf8), forKey: key)
+        let (first, second) = await awayFromThePool {
+            let loading = DispatchSemaphore(value: 0)
+            let firstMade = DispatchSemaphore(value: 0)
+            storage.onSlowLoad = { loading.signal() }
+            let first = LockedBox<PersistedState<Int>?>(nil)
+            Thread {
+                first.withLock { $0 = PersistedState(0, key: key, storage: storage) }
+                firstMade.signal()
+            }.start()
+            loading.wait()
+            let second = PersistedState(0, key: key, storage: storage)
+            second.modify { $0 += 1 }
+            firstMade.wait()
+            let made = first.withLock { $0 }
+            return (made?.value, second.value)
+        }
+        #expect(second == 6)
+        #expect(first == 6)
+    }
+
     @Test func aJoiningOptionalReadsWhatOtherCodeJustStored() {
         let suite = "statekit.cell.\(UUID().uuidString)"
         let defaults = UserDefaults(suiteName: suite)!
@@ -196,4 +224,29 @@ extension OneCellPerKeyTests {
         edited.modify("Ada")
         #expect(changed.withLock { $0 })
     }
+}
+
+/// Storage in memory whose first load takes 300 ms, telling `onSlowLoad` when it starts.
+private final class SlowFirstLoadStorage: StateStorage, @unchecked Sendable {
+    let base = InMemoryStateStorage()
+    var onSlowLoad: (() -> Void)?
+    private let isFirst = LockedBox(true)
+
+    var location: String { "slow-first-load:\(ObjectIdentifier(self).hashValue)" }
+
+    func load(forKey key: String) throws -> Data? {
+        let isFirstLoad = isFirst.withLock { first in
+            defer { first = false }
+            return first
+        }
+        if isFirstLoad {
+            onSlowLoad?()
+            usleep(300_000)
+        }
+        return try base.load(forKey: key)
+    }
+
+    func save(_ data: Data, forKey key: String) throws { try base.save(data, forKey: key) }
+
+    func remove(forKey key: String) throws { try base.remove(forKey: key) }
 }
