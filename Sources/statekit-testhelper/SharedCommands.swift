@@ -142,7 +142,7 @@ private func runSharedTransactionCommand(_ command: String, _ arguments: [String
         line("sums " + sums.sorted().map(String.init).joined(separator: ","))
     case "shared-transaction-hold", "shared-transaction-stop":
         if command == "shared-transaction-stop" {
-            SharedTransactionHooks.afterFirstReplace = {
+            SharedKeyHooks.afterFirstReplace = {
                 line("replaced")
                 while true { sleep(60) }
             }

@@ -292,7 +292,7 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
         let record = SharedTransactionRecord(writes: participants.compactMap(\.stagedWrite))
         let locks = Dictionary(participants.map { ($0.lockPath, $0.stagedKeyLock) }) { first, _ in first }
         do {
-            try record.commit(holding: locks, afterFirstReplace: SharedTransactionHooks.afterFirstReplace)
+            try record.commit(holding: locks, afterFirstReplace: SharedKeyHooks.afterFirstReplace)
             for participant in participants { participant.stagedWriteSucceeded() }
         } catch {
             for participant in participants { participant.stagedWriteFailed(error) }
