@@ -22,6 +22,11 @@ import Synchronization
 //                                               <message>" for each diagnostic; reading standard
 //                                               input, "count" prints "count <changes so far>",
 //                                               until it ends
+//   shared-write-subscribe <directory> <key> <count>  as shared-subscribe-changes, and after
+//                                               "ready" waits for a line, adds 1 <count> times
+//                                               taking the key at once however far behind it is
+//                                               (`SharedKeyHooks.catchUpsBeforeTakingIn` = 0),
+//                                               and prints "done"
 //
 // Transactions over two shared keys (semantics 30), on Ints:
 //
@@ -89,7 +94,9 @@ func runSharedCommand(_ arguments: [String]) -> Bool {
         let subscription = count.subscribe { line("value \($0)") }
         while readLine() != nil {}
         subscription.cancel()
-    case "shared-subscribe-changes":
+    case "shared-subscribe-changes", "shared-write-subscribe":
+        let isWriting = command == "shared-write-subscribe"
+        if isWriting { SharedKeyHooks.catchUpsBeforeTakingIn = 0 }
         let count = PersistedState(0, key: key, storage: storage)
         let received = Mutex(0)
         StateDiagnostics.handler = { line("diagnostic \($0.kind) \($0.message)") }
@@ -98,6 +105,11 @@ func runSharedCommand(_ arguments: [String]) -> Bool {
             line("change \(change.oldValue) \(change.newValue) \(change.origin)")
         }
         line("ready")
+        if isWriting, arguments.count == 4 {
+            _ = readLine()
+            for _ in 0..<(Int(arguments[3]) ?? 0) { count.modify { $0 += 1 } }
+            line("done")
+        }
         while let command = readLine() {
             if command == "count" { line("count \(received.withLock { $0 })") }
         }

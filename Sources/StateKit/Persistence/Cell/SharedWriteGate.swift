@@ -18,7 +18,9 @@ import Musl
 /// 1. ``willWrite()``, without the cell's lock: take the key's ``SharedKeyLock`` (the process's
 ///    writers queue on its in-process half; the file lock then waits for other processes). Reads
 ///    go on meanwhile. If the key's ``SharedKeyJournal`` has changes this process has not read,
-///    let the key go, deliver them (``catchUp()``), and take it again.
+///    let the key go, deliver them (``catchUp()``), and take it again; after ten catch-ups in a
+///    row, keep the key and publish them there, each on its own, their delivery held back until
+///    the write's own (``didWrite()``).
 /// 2. If the key's generation or its file's ``FileStamp`` differ from what this process last read
 ///    or wrote, skip the journal to its end (a transaction's commit takes the changes since its
 ///    last read as one) and read the file; if it holds another value than the cell's (a change
@@ -71,6 +73,10 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
     private let holder = Atomic<UInt>(0)
     /// Reports to publish once no lock is held (bytes kept aside while the key was held).
     private let reports = LockedBox<[() -> Void]>([])
+    /// The deliveries ``enterBehind()`` holds back, by thread, until its write's ``didWrite()``
+    /// (the key may be another thread's by then); counted, so that other writes skip the lookup.
+    private let heldDeliveries = LockedBox<[UInt: DeferredDelivery]>([:])
+    private let heldDeliveryCount = Atomic<Int>(0)
     // Guarded by `keyLock`.
     /// The value whose `ioLock` the holder holds, kept alive until it lets go.
     private var holding: StoredValue<Value>?
@@ -118,18 +124,7 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
         let delivery = DeferredDelivery.begin()
         keyLock.lock()
         holder.store(currentThreadID(), ordering: .relaxed)
-        if let value {
-            value.ioLock.lock()
-            holding = value
-            isCatchingUp = true
-            bringIn(from: value, publishingEach: true)
-            if let broughtIn {
-                value.cell.lock.lock()
-                value.cell.publishAndUnlock(
-                    oldValue: value.cell.wantsChangeRecords ? broughtIn.replaced : nil, origin: .external)
-            }
-            isCatchingUp = false
-        }
+        publishMissed()
         leave()
         publishReports()
         delivery.end()
@@ -138,14 +133,53 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
     override func willWrite() {
         // A transaction's commit on this thread holds the key already.
         if holder.load(ordering: .relaxed) == currentThreadID() { return }
-        // Other processes' changes since this one last read the key are delivered first, each on
-        // its own, rather than taken in by this write as one (ten times at most: a stream of them
-        // must not hold the write up).
-        var attempts = 0
-        while !enter(unlessBehind: attempts < 10) {
-            attempts += 1
+        // Other processes' changes since this one last read the key are delivered before the write
+        // takes the key; a stream of them must not hold the write up, so after ten catch-ups the
+        // write takes the key behind them all the same.
+        for _ in 0..<SharedKeyHooks.catchUpsBeforeTakingIn {
+            if enter(unlessBehind: true) { return }
             catchUp()
         }
+        enterBehind()
+    }
+
+    /// Takes the key however far behind its journal this process is, and publishes what it
+    /// missed, each change on its own: their delivery, and then the write's, are held back until
+    /// ``didWrite()``, once the key is let go.
+    private func enterBehind() {
+        let delivery = DeferredDelivery.begin()
+        keyLock.lock()
+        holder.store(currentThreadID(), ordering: .relaxed)
+        publishMissed()
+        heldDeliveries.withLock { $0[currentThreadID()] = delivery }
+        heldDeliveryCount.add(1, ordering: .relaxed)
+    }
+
+    /// Holding the key, brings in what other processes wrote since this process last read it and
+    /// publishes it, each change on its own; the key stays held, with the value's `ioLock`, and the
+    /// changes are delivered when the caller's delivery ends.
+    private func publishMissed() {
+        guard let value else { return }
+        value.ioLock.lock()
+        holding = value
+        isCatchingUp = true
+        bringIn(from: value, publishingEach: true)
+        if let broughtIn {
+            value.cell.lock.lock()
+            value.cell.publishAndUnlock(
+                oldValue: value.cell.wantsChangeRecords ? broughtIn.replaced : nil, origin: .external)
+            self.broughtIn = nil
+        }
+        isCatchingUp = false
+    }
+
+    /// Ends the delivery ``enterBehind()`` held back on this thread, if it did.
+    private func endHeldDelivery() {
+        guard heldDeliveryCount.load(ordering: .relaxed) > 0,
+            let delivery = heldDeliveries.withLock({ $0.removeValue(forKey: currentThreadID()) })
+        else { return }
+        heldDeliveryCount.subtract(1, ordering: .relaxed)
+        delivery.end()
     }
 
     override var transactionOrder: String { keyLock.path }
@@ -164,7 +198,8 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
         didWrite()
     }
 
-    /// Takes the key, and brings in what was written elsewhere since this process last knew it.
+    /// Takes the key, and brings in what was written elsewhere since this process last knew it (a
+    /// transaction's commit takes other processes' changes in as one).
     /// - Parameter unlessBehind: Let the key go again, and return `false`, if its journal has
     ///   changes this process has not read, for ``catchUp()`` to deliver first.
     @discardableResult
@@ -300,7 +335,10 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
     }
 
     override func didWrite() {
-        defer { publishReports() }
+        defer {
+            publishReports()
+            endHeldDelivery()
+        }
         guard holder.load(ordering: .relaxed) == currentThreadID() else { return }
         guard let broughtIn, let cell = value?.cell else { return leave() }
         // Published as an outside change, whose delivery lets the key go.
