@@ -10,12 +10,16 @@ import Observation
 final class PersistenceStatus: Observable, Sendable {
     private let registrar = ObservationRegistrar()
     private let load = LockedBox<(any Error)?>(nil)
-    /// Called after the save error changed (a synced container's status monitors).
-    private let saveErrorObservers = LockedBox<[@Sendable () -> Void]>([])
+    /// Told after the save error changed: the status monitors of the synced containers of the key,
+    /// held weakly (each container holds its own), so that released containers leave nothing here.
+    private let saveErrorObservers = LockedBox<[WeakStatisticsObserver]>([])
 
-    /// Calls `observer` each time the save error changes, after it changed.
-    func onSaveErrorChange(_ observer: @escaping @Sendable () -> Void) {
-        saveErrorObservers.withLock { $0.append(observer) }
+    /// Tells `observer` each time the save error changes, after it changed, while it lives.
+    func onSaveErrorChange(_ observer: StatisticsObserver) {
+        saveErrorObservers.withLock { observers in
+            _ = WeakStatisticsObserver.live(&observers)
+            observers.append(WeakStatisticsObserver(observer: observer))
+        }
     }
 
     /// Why the stored value could not be used: unreadable storage, or bytes that do not decode
@@ -44,6 +48,6 @@ final class PersistenceStatus: Observable, Sendable {
     /// any lock held: the observers are user code.
     func saveErrorChanged() {
         registrar.withMutation(of: self, keyPath: \.self) {}
-        for observer in saveErrorObservers.withLock({ $0 }) { observer() }
+        for observer in saveErrorObservers.withLock(WeakStatisticsObserver.live) { observer.statisticsChanged() }
     }
 }

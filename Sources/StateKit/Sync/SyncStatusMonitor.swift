@@ -15,6 +15,9 @@ final class SyncStatusMonitor<Value: Sendable>: Sendable {
     private let pipelines: [SinkPipeline<Value>]
     /// The stored value of a persisted container, whose save error is part of the status.
     private let persistence: StoredValue<Value>?
+    /// What the pipelines and the save error tell, once ``connect()`` made it: held here, as a
+    /// pipeline the key's other containers share may hold it only weakly.
+    private let observer = LockedBox<StatisticsObserver?>(nil)
 
     init(key: String, pipelines: [SinkPipeline<Value>], persistence: StoredValue<Value>?) {
         self.pipelines = pipelines
@@ -23,6 +26,17 @@ final class SyncStatusMonitor<Value: Sendable>: Sendable {
             SyncStatus(pipelines.map(\.statusSnapshot), saveError: persistence?.saveError), key: "\(key).syncStatus")
         InspectionRegistry.shared.remove(state)
         observed = state.readOnly
+    }
+
+    /// Has every pipeline, and the stored value's save error, refresh the status from now on.
+    func connect() {
+        // Weak: the monitor holds the pipelines, which outlive their container while they drain.
+        let observer = StatisticsObserver { [weak self] in self?.refresh() }
+        self.observer.withLock { $0 = observer }
+        persistence?.status.onSaveErrorChange(observer)
+        for pipeline in pipelines { pipeline.observeStatistics(observer) }
+        // What changed between the monitor's first reading and the links' installation.
+        refresh()
     }
 
     /// Recomputes the status from every pipeline's statistics and publishes it if it changed.

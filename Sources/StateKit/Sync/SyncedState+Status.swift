@@ -25,16 +25,7 @@ extension SyncedState {
         let candidate = SyncStatusMonitor(key: key, pipelines: pipelines, persistence: persistence)
         let monitor = statusMonitor.install(candidate)
         guard monitor === candidate else { return monitor }
-        // Held weakly: the monitor holds the pipelines, which outlive their container while they drain.
-        let observer = StatisticsObserver { [weak monitor] in monitor?.refresh() }
-        persistence?.status.onSaveErrorChange { [weak monitor] in monitor?.refresh() }
-        for pipeline in pipelines {
-            // A pipeline shared with the key's other containers may have another's observer.
-            let installed = pipeline.statisticsObserver.install(observer)
-            if installed !== observer { installed.add(observer) }
-        }
-        // What changed between the monitor's first reading and the links' installation.
-        monitor.refresh()
+        monitor.connect()
         return monitor
     }
 

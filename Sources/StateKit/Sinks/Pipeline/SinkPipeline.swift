@@ -41,6 +41,14 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
     /// first time someone reads it).
     let statisticsObserver = OnceInstalledReference<StatisticsObserver>()
 
+    /// Tells `observer` of every change of the statistics from now on: installed, or, on a
+    /// pipeline the key's other containers share, following the observer installed first, which
+    /// holds it weakly (the caller keeps it).
+    func observeStatistics(_ observer: StatisticsObserver) {
+        let installed = statisticsObserver.install(observer)
+        if installed !== observer { installed.add(observer) }
+    }
+
     /// Makes the pipeline; it delivers nothing before ``start()``.
     ///
     /// - Parameters:

@@ -26,7 +26,9 @@ final class ReceiptBook<Value: Sendable>: ReceiptSource, @unchecked Sendable {
     private let lock = Lock()
     private var waiters: [Waiter] = []
     private var nextID: UInt64 = 0
-    private var isObserving = false
+    /// What the pipelines tell, from the first wait on: held here, as a pipeline the key's other
+    /// containers share may hold it only weakly.
+    private var observer: StatisticsObserver?
 
     init(pipelines: [SinkPipeline<Value>], persistence: StoredValue<Value>?) {
         self.pipelines = pipelines
@@ -112,16 +114,14 @@ final class ReceiptBook<Value: Sendable>: ReceiptSource, @unchecked Sendable {
     /// Has every pipeline tell the book when its statistics change (a batch sent, failed or
     /// dropped, the pipeline stopped), from the first wait on: until then, writes pay nothing.
     private func startObserving() {
-        let isFirst = lock.withLock {
-            defer { isObserving = true }
-            return !isObserving
+        let observer: StatisticsObserver? = lock.withLock {
+            guard self.observer == nil else { return nil }
+            let observer = StatisticsObserver { [weak self] in self?.settle() }
+            self.observer = observer
+            return observer
         }
-        guard isFirst else { return }
-        let observer = StatisticsObserver { [weak self] in self?.settle() }
-        for pipeline in pipelines {
-            let installed = pipeline.statisticsObserver.install(observer)
-            if installed !== observer { installed.add(observer) }
-        }
+        guard let observer else { return }
+        for pipeline in pipelines { pipeline.observeStatistics(observer) }
     }
 
     /// Resumes the waiters whose versions have an outcome now.
