@@ -32,6 +32,10 @@ import Darwin
 ///   relaunch after space was freed goes on from the newest version: versions never go back.
 /// - A file that cannot be read is never written: the outbox then runs without a log.
 ///
+/// What the log recorded, acknowledged, settled and forced to disk are its ``OutboxLedger``'s
+/// books, which say what to write; the log itself keeps only the file's mechanics: its handle,
+/// where each record starts, and the lines and changes a full disk kept out.
+///
 /// - Note: All operations on `OutboxLog` are thread-safe.
 final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
     /// Where a change record starts in the file.
@@ -45,8 +49,6 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
     static var trustedVersionLimit: UInt64 { 1 << 53 }
     /// How many changes whose append failed are kept in memory for readers of the log.
     static var unloggedLimit: Int { 10_000 }
-    /// How many runs of undelivered changes the log remembers for receipts.
-    static var keptOutcomes: Int { 1_000 }
 
     let fileURL: URL
     let key: String
@@ -58,41 +60,27 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
     /// Whether `lockFile` is closed yet: the registry waits for it before opening the file again
     /// (see ``OutboxLogRegistry``).
     let lockFileState = LockFileState()
+    /// What the log recorded, acknowledged, settled and forced: the books. What follows is the
+    /// file's mechanics.
+    private var ledger = OutboxLedger()
     private var handle: FileHandle?
     private var endOffset: UInt64 = 0
+    /// Where each change record the file holds starts, for reading changes back.
     private var positions = FIFOQueue<Position>()
+    /// The changes whose append failed, for readers of the log (see ``unloggedLimit``).
     private var unlogged: [UInt64: StateChange<Value>] = [:]
     /// The newest change recorded, and its record's line as the file holds it.
     private var newest: (change: StateChange<Value>, line: Data)?
-    private var lastRecorded: UInt64 = 0
-    private var lastAcknowledged: UInt64 = 0
-    private var recordsSinceCompaction = 0
+    /// Whether the next record must start with a line end (a failed append could not be cut off).
     private var needsNewline = false
-    private var isFailing = false
     /// The changes whose append failed, with their lines, in version order: appended before any
     /// newer change.
     private var unwritten = FIFOQueue<(version: UInt64, line: Data)>()
-    /// Whether the file holds the newest change's record (see ``newestChange``).
-    private var isNewestLogged = true
-    /// The newest acknowledgement the file holds.
-    private var loggedAcknowledged: UInt64 = 0
-    /// Whether ``repair()`` is scheduled.
-    private var isRepairScheduled = false
     /// Diagnostics made under the lock, reported once it is let go (see ``note(_:_:error:)``).
     private var unreported: [StateDiagnostic] = []
-    /// The changes the sink settled without delivering them (receipts' outcomes), kept across
-    /// launches: the newest ``keptOutcomes`` runs.
-    private var settled = SinkOutcomes()
-    /// The versions the file holds forced to disk (``synchronize(through:)``); a rewrite starts over.
-    private var synchronizedThrough: UInt64 = 0
-    /// Counts the rewrites of the file, so that a forced file replaced meanwhile is not trusted.
-    private var rewrites: UInt64 = 0
     /// Where ``synchronize(through:)`` runs, one at a time: a call that finds its version forced
     /// by an earlier one returns at once, so concurrent calls share an `fsync`.
     private let synchronizing = DispatchQueue(label: "StateKit.OutboxLog.synchronize")
-    private var owner: UInt64 = 0
-    private var isOwnerLive = false
-    private var forcesEachRecord = false
 
     private init(fileURL: URL, key: String, lockFile: Int32) {
         self.fileURL = fileURL
@@ -139,45 +127,41 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
 
     /// Makes the caller the owner (a new live container) and returns its owner number.
     func takeOwnership() -> UInt64 {
-        lock.withLock {
-            owner += 1
-            isOwnerLive = true
-            return owner
-        }
+        lock.withLock { ledger.takeOwnership() }
     }
 
     /// Whether a live container owns the log.
-    var hasLiveOwner: Bool { lock.withLock { isOwnerLive } }
+    var hasLiveOwner: Bool { lock.withLock { ledger.hasLiveOwner } }
 
     /// Notes that the container `owner` was released; the log may be taken over.
     func release(_ owner: UInt64) {
-        lock.withLock { if self.owner == owner { isOwnerLive = false } }
+        lock.withLock { ledger.release(owner) }
     }
 
     /// Whether `owner` still owns the log (a released owner's pipeline stops sending once
     /// another container took over).
     func isCurrent(_ owner: UInt64) -> Bool {
-        lock.withLock { self.owner == owner }
+        lock.withLock { ledger.isCurrent(owner) }
     }
 
     /// The last version recorded, the first not acknowledged (if any), and the changes settled
     /// without being delivered.
     var state: (lastRecorded: UInt64, firstPending: UInt64?, outcomes: SinkOutcomes) {
-        lock.withLock { (lastRecorded, lastAcknowledged < lastRecorded ? lastAcknowledged + 1 : nil, settled) }
+        lock.withLock { (ledger.lastRecorded, ledger.firstPending, ledger.settled) }
     }
 
-    var lastRecordedVersion: UInt64 { lock.withLock { lastRecorded } }
+    var lastRecordedVersion: UInt64 { lock.withLock { ledger.lastRecorded } }
 
     /// The newest change recorded, delivered or not: the value a container without storage had
     /// when it last wrote, which its next launch starts from.
     var newestChange: StateChange<Value>? { lock.withLock { newest?.change } }
 
-    var lastAcknowledgedVersion: UInt64 { lock.withLock { lastAcknowledged } }
+    var lastAcknowledgedVersion: UInt64 { lock.withLock { ledger.lastAcknowledged } }
 
     /// Whether each record is forced to stable storage; set when any owner asked for it.
     var synchronizesEachRecord: Bool {
-        get { lock.withLock { forcesEachRecord } }
-        set { lock.withLock { forcesEachRecord = newValue } }
+        get { lock.withLock { ledger.forcesEachRecord } }
+        set { lock.withLock { ledger.forcesEachRecord = newValue } }
     }
 
     // MARK: Writing
@@ -185,7 +169,7 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
     /// Appends `change`; called under the container's lock, in version order.
     func record(_ change: StateChange<Value>) {
         let isWhole = lock.withLock {
-            lastRecorded = change.version
+            ledger.recorded(change.version)
             guard let line = encode(LogRecord(change: change)) else {
                 newest = (change, Data())
                 keepUnlogged(change)
@@ -193,18 +177,18 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
             }
             newest = (change, line)
             if let handle, appendUnwritten(to: handle), let offset = append(line, to: handle) {
+                ledger.newestAppended()
                 positions.append(Position(version: change.version, offset: offset))
-                isNewestLogged = true
                 return unreported.isEmpty
             }
+            ledger.newestKeptOut()
             keepUnlogged(change)
             unwritten.append((change.version, line))
-            isNewestLogged = false
             return false
         }
         guard !isWhole else { return }
         reportNoted(later: true)
-        if lock.withLock({ isIncomplete }) { repairSoon() }
+        if lock.withLock({ !isComplete }) { repairSoon() }
     }
 
     /// Appends the changes whose append failed, in order; returns whether none is left.
@@ -213,57 +197,52 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
             guard let offset = append(line, to: handle) else { return false }
             positions.append(Position(version: version, offset: offset))
             unlogged[version] = nil
-            if version == newest?.change.version { isNewestLogged = true }
+            if version == newest?.change.version { ledger.newestAppended() }
             _ = unwritten.popFirst()
         }
         return true
     }
 
-    /// Whether the file lacks something it should hold: a change, the newest one, an acknowledgement.
-    private var isIncomplete: Bool {
-        handle == nil || !unwritten.isEmpty || !isNewestLogged || loggedAcknowledged < lastAcknowledged
+    /// Whether the file holds everything it should: every change, the newest, the acknowledgement.
+    private var isComplete: Bool {
+        ledger.isComplete(hasFile: handle != nil, hasUnwritten: !unwritten.isEmpty)
     }
 
     /// Schedules ``repair()`` in a second, unless it is scheduled already.
     private func repairSoon() {
-        let isNew = lock.withLock {
-            defer { isRepairScheduled = true }
-            return !isRepairScheduled
-        }
-        guard isNew else { return }
+        guard lock.withLock({ ledger.repairWanted() }) else { return }
         DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + 1) { [weak self] in self?.repair() }
     }
 
     /// Writes what a failure kept out of the file (see the type's rules), and tries again in a
     /// second while it cannot.
     private func repair() {
-        let isIncomplete = lock.withLock {
-            isRepairScheduled = false
+        let isComplete = lock.withLock {
+            ledger.repairStarts()
             if handle == nil {
                 _ = rewriteLocked()
             } else if let handle, appendUnwritten(to: handle) {
-                if lastAcknowledged >= lastRecorded && !isNewestLogged {
+                switch ledger.repairAfterUnwritten() {
+                case .nothing:
+                    break
+                case .compact:
                     _ = compactLocked()
-                } else if loggedAcknowledged < lastAcknowledged,
-                    let line = encode(LogRecord(acknowledged: lastAcknowledged)),
-                    append(line, to: handle) != nil
-                {
-                    loggedAcknowledged = lastAcknowledged
+                case .appendAcknowledgement(let version):
+                    if let line = encode(LogRecord(acknowledged: version)), append(line, to: handle) != nil {
+                        ledger.acknowledgementLogged()
+                    }
                 }
             }
-            return self.isIncomplete
+            return self.isComplete
         }
         reportNoted(later: false)
-        if isIncomplete { repairSoon() }
+        if !isComplete { repairSoon() }
     }
 
     /// Records that the sink settled `versions` without delivering them, as `fate` says, and
     /// acknowledges them: they are not sent again, and a relaunch's receipts say what became of them.
     func settle(_ versions: ClosedRange<UInt64>, as fate: SinkOutcomes.Fate) {
-        lock.withLock {
-            settled.note(versions, fate)
-            settled.keepNewest(Self.keptOutcomes)
-        }
+        lock.withLock { ledger.settle(versions, as: fate) }
         acknowledge(versions.upperBound, settling: LoggedOutcome(versions, fate))
     }
 
@@ -283,16 +262,18 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
                 // Written, unless a full disk kept it out: then it waits for the repair (a delivered
                 // change leaves the queue of what failed, while the file still lacks the newest).
                 let isWritten: Bool
-                if isNewestLogged {
+                if ledger.isNewestLogged {
                     isWritten = !unwritten.firstSatisfies { $0.version <= version }
                 } else {
                     isWritten = unwritten.firstSatisfies { $0.version > version }
                 }
-                guard version <= lastRecorded, isWritten, unlogged[version] == nil, let handle else { return nil }
-                if version <= synchronizedThrough { return (-1, synchronizedThrough, rewrites) }
+                guard version <= ledger.lastRecorded, isWritten, unlogged[version] == nil, let handle else {
+                    return nil
+                }
+                if version <= ledger.synchronizedThrough { return (-1, ledger.synchronizedThrough, ledger.rewrites) }
                 // Duplicated: a rewrite may close the handle while the descriptor is forced.
-                let through = unwritten.first.map { $0.version - 1 } ?? lastRecorded
-                return (dup(handle.fileDescriptor), through, rewrites)
+                let through = unwritten.first.map { $0.version - 1 } ?? ledger.lastRecorded
+                return (dup(handle.fileDescriptor), through, ledger.rewrites)
             }
             guard let found else { return false }
             guard found.descriptor >= 0 else { return true }
@@ -301,11 +282,7 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
             guard isForced else { return false }
             // The directory too: the file may be new, renamed into place by a rewrite.
             FileReplacement.synchronize(fileURL.deletingLastPathComponent().path)
-            let isCurrent = lock.withLock {
-                guard rewrites == found.rewrites else { return false }
-                synchronizedThrough = max(synchronizedThrough, found.through)
-                return true
-            }
+            let isCurrent = lock.withLock { ledger.forced(through: found.through, rewrites: found.rewrites) }
             if isCurrent { return true }
         }
         return false
@@ -318,19 +295,18 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
 
     private func acknowledge(_ version: UInt64, settling outcome: LoggedOutcome?) {
         let needsRepair = lock.withLock {
-            guard version > lastAcknowledged else { return false }
-            lastAcknowledged = min(version, lastRecorded)
-            while let first = positions.first, first.version <= lastAcknowledged { _ = positions.popFirst() }
-            if !unlogged.isEmpty { unlogged = unlogged.filter { $0.key > lastAcknowledged } }
-            while unwritten.firstSatisfies({ $0.version <= lastAcknowledged }) { _ = unwritten.popFirst() }
-            let isSettled = lastAcknowledged >= lastRecorded
-            if isSettled && (recordsSinceCompaction >= 256 || !isNewestLogged) && compactLocked() { return false }
-            if let handle, let line = encode(LogRecord(acknowledged: lastAcknowledged, settled: outcome)),
+            guard let acknowledgement = ledger.acknowledged(version) else { return false }
+            let through = acknowledgement.through
+            while let first = positions.first, first.version <= through { _ = positions.popFirst() }
+            if !unlogged.isEmpty { unlogged = unlogged.filter { $0.key > through } }
+            while unwritten.firstSatisfies({ $0.version <= through }) { _ = unwritten.popFirst() }
+            if acknowledgement.compacts && compactLocked() { return false }
+            if let handle, let line = encode(LogRecord(acknowledged: through, settled: outcome)),
                 append(line, to: handle) != nil
             {
-                loggedAcknowledged = lastAcknowledged
+                ledger.acknowledgementLogged()
             }
-            return isIncomplete
+            return !isComplete
         }
         reportNoted(later: false)
         if needsRepair { repairSoon() }
@@ -350,12 +326,8 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
             let offset = endOffset
             try handle.write(contentsOf: line)
             endOffset += UInt64(line.count)
-            if forcesEachRecord { try handle.synchronize() }
-            recordsSinceCompaction += 1
-            if isFailing {
-                isFailing = false
-                note(.outboxWriteFailed, "the log \(fileURL.path) is writable again")
-            }
+            if ledger.forcesEachRecord { try handle.synchronize() }
+            if ledger.recordAppended() { note(.outboxWriteFailed, "the log \(fileURL.path) is writable again") }
             return offset
         } catch {
             // A partial record must not swallow the next one: cut it off, or end its line later.
@@ -367,8 +339,7 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
                 endOffset = (try? handle.seekToEnd()) ?? endOffset
                 needsNewline = true
             }
-            if !isFailing {
-                isFailing = true
+            if ledger.writeFailed() {
                 note(
                     .outboxWriteFailed,
                     "could not append to the log \(fileURL.path); changes are kept in memory (up to "
@@ -394,19 +365,18 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
     /// Rewrites the file as one acknowledgement record and the newest change, once everything
     /// recorded is acknowledged.
     private func compactLocked() -> Bool {
-        guard var header = encode(LogRecord(acknowledged: lastAcknowledged)) else { return false }
+        guard var header = encode(LogRecord(acknowledged: ledger.lastAcknowledged)) else { return false }
         header.append(outcomeLines())
         if let newest, !newest.line.isEmpty { header.append(newest.line) }
         guard replaceFile(with: header) else { return false }
         positions.removeAll()
-        isNewestLogged = true
         return true
     }
 
     /// Writes the file anew from memory, when it could not be written at open (a full disk): the
     /// acknowledgement, then the changes to deliver, or the newest change when there are none.
     private func rewriteLocked() -> Bool {
-        guard var data = encode(LogRecord(acknowledged: lastAcknowledged)) else { return false }
+        guard var data = encode(LogRecord(acknowledged: ledger.lastAcknowledged)) else { return false }
         data.append(outcomeLines())
         var written: [Position] = []
         for (version, line) in unwritten.elements {
@@ -421,7 +391,6 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
             unlogged[position.version] = nil
         }
         unwritten.removeAll()
-        isNewestLogged = true
         return true
     }
 
@@ -430,23 +399,15 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
         do {
             try data.write(to: fileURL, options: .atomic)
             let newHandle = try FileHandle(forWritingTo: fileURL)
-            rewrites &+= 1
-            synchronizedThrough = 0
             endOffset = try newHandle.seekToEnd()
             try? handle?.close()
             handle = newHandle
-            recordsSinceCompaction = 0
             needsNewline = false
-            loggedAcknowledged = lastAcknowledged
-            if isFailing {
-                isFailing = false
-                note(.outboxWriteFailed, "the log \(fileURL.path) is writable again")
-            }
+            if ledger.fileReplaced() { note(.outboxWriteFailed, "the log \(fileURL.path) is writable again") }
             return true
         } catch {
             // Reported once while the log fails, as a failed append is.
-            if !isFailing {
-                isFailing = true
+            if ledger.writeFailed() {
                 note(.outboxWriteFailed, "could not rewrite the log \(fileURL.path)", error: error)
             }
             return false
@@ -513,6 +474,7 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
         var acknowledged: UInt64 = 0
         var highest: UInt64 = 0
         var newestSeen: (change: StateChange<Value>, line: Data)?
+        var settled = SinkOutcomes()
         var rejected: [(line: Int, bytes: Data, reason: String)] = []
         let lines = data.split(separator: 0x0A, omittingEmptySubsequences: false)
         for (index, line) in lines.enumerated() where !line.isEmpty {
@@ -558,8 +520,8 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
         }
         pending.removeAll { $0.change.version <= acknowledged }
         newest = newestSeen
-        lastRecorded = highest
-        lastAcknowledged = pending.isEmpty ? highest : acknowledged
+        ledger.opened(
+            lastRecorded: highest, lastAcknowledged: pending.isEmpty ? highest : acknowledged, settled: settled)
         let isSetAside = rejected.isEmpty || setAside(rejected)
         guard isSetAside else {
             // The bad bytes stay where they are; appending goes on after a line end.
@@ -574,8 +536,7 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
             for (change, _) in pending { unlogged[change.version] = change }
             return true
         }
-        settled.keepNewest(Self.keptOutcomes)
-        var rewritten = encode(LogRecord(acknowledged: lastAcknowledged)) ?? Data()
+        var rewritten = encode(LogRecord(acknowledged: ledger.lastAcknowledged)) ?? Data()
         rewritten.append(outcomeLines())
         // The newest change stays in the file even when it was delivered (see ``newestChange``).
         if pending.isEmpty, let newestSeen { rewritten.append(newestSeen.line) }
@@ -638,7 +599,7 @@ final class OutboxLog<Value: Codable & Sendable>: @unchecked Sendable {
     /// The lines of the outcomes kept, for a rewritten file.
     private func outcomeLines() -> Data {
         var lines = Data()
-        for entry in settled.entries {
+        for entry in ledger.settled.entries {
             guard let outcome = LoggedOutcome(entry.versions, entry.fate),
                 let line = encode(LogRecord(settled: outcome))
             else { continue }
