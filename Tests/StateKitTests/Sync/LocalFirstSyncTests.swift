@@ -39,17 +39,20 @@ import FoundationNetworking
 
     /// The network a launch's sink sees: each request is recorded; offline, each fails before it
     /// is sent. With `firstPutHeldAt`, the first `PUT` waits at that gate, then fails, as a
-    /// request that timed out; the requests after it go through.
+    /// request that timed out; the requests after it go through. With `firstGetHeldAt`, the first
+    /// `GET` (the load at start) waits at that gate, then goes.
     final class SimulatedNetwork: Sendable {
         struct Offline: Error {}
 
         let isOffline: Bool
         let firstPutHeldAt: Gate?
+        let firstGetHeldAt: Gate?
         let requests = Collector<SentRequest>()
 
-        init(isOffline: Bool = false, firstPutHeldAt: Gate? = nil) {
+        init(isOffline: Bool = false, firstPutHeldAt: Gate? = nil, firstGetHeldAt: Gate? = nil) {
             self.isOffline = isOffline
             self.firstPutHeldAt = firstPutHeldAt
+            self.firstGetHeldAt = firstGetHeldAt
         }
 
         var puts: [SentRequest] { requests.all.filter { $0.method == "PUT" } }
@@ -109,6 +112,11 @@ import FoundationNetworking
             if let gate = network.firstPutHeldAt, request.httpMethod == "PUT", network.puts.count == 1 {
                 await gate.wait()
                 throw SimulatedNetwork.Offline()
+            }
+            if let gate = network.firstGetHeldAt, request.httpMethod == "GET",
+                network.requests.all.count(where: { $0.method == "GET" }) == 1
+            {
+                await gate.wait()
             }
         }
     }
@@ -528,8 +536,12 @@ import FoundationNetworking
             phone.modify(Self.teal)
             #expect(await phone.flush(timeout: .seconds(30)))
             // The tablet edits before its load at start answered: the load meets the edit.
-            let tablet = SyncedState(Paint(color: "none"), key: key) { sink(server, url, SimulatedNetwork(), both) }
+            let loadAtStart = Gate()
+            let network = SimulatedNetwork(firstGetHeldAt: loadAtStart)
+            let tablet = SyncedState(Paint(color: "none"), key: key) { sink(server, url, network, both) }
+            await loadAtStart.arrived()
             tablet.modify(Self.orange)
+            loadAtStart.open()
             #expect(await tablet.flush(timeout: .seconds(30)), "\(tablet.syncStatus.value)")
             #expect(tablet.value == Paint(color: "orange+teal"))
             #expect(try await serverValue(server, url) == Paint(color: "orange+teal"))
