@@ -48,22 +48,18 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
     private let gate = AsyncGate()
     private let lock = NSLock()
     private var channel: RemoteChannel<Value>?
+    /// Where the sink's record is kept while no container connected it (a sink used on its own):
+    /// a ledger of its own. Connected, the container's ledger keeps it; the engine keeps no copy.
+    private let unattached: RemoteChannel<Value>
     // Inside the gate only:
-    /// Without a container, what the server holds: with one, the container's ledger keeps it (its
-    /// sync record), and the engine keeps no copy.
-    private var unconnected = SyncRecord()
-    /// The newest version the server reflects; used only without a container (no sync record).
-    private var agreedVersion: UInt64 = 0
     /// The record's note of a value being sent that the engine dealt with: its own, or one a
     /// previous launch (or sender) left, checked against the server once.
     private var knownSending: Data?
     private var hasLoaded = false
-    /// The newest container version whose local changes `.serverWins` discarded: a change up to
-    /// it was never delivered.
-    private var discardedThrough: UInt64?
 
     init(configuration: Configuration, sessionConfiguration: URLSessionConfiguration) {
         self.configuration = configuration
+        unattached = RemoteChannel(unattachedKey: configuration.endpoint.absoluteString, recordName: "HTTPSyncSink")
         let (seconds, attoseconds) = configuration.timeout.components
         transport = HTTPTransport(
             configuration: sessionConfiguration, timeout: Double(seconds) + Double(attoseconds) / 1e18)
@@ -92,11 +88,16 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
         lock.withLock { channel }
     }
 
+    /// Where the sink's record is kept: the container's channel, or without one the sink's own.
+    private var books: RemoteChannel<Value> {
+        connected ?? unattached
+    }
+
     /// What the server last agreed on or was seen to hold: the container's sync record (another
-    /// process's agreements included, once this one took over sending), or the engine's own
+    /// process's agreements included, once this one took over sending), or the sink's own
     /// without a container. Inside the gate.
     private var book: SyncRecord {
-        connected?.syncRecord ?? unconnected
+        books.syncRecord
     }
 
     /// The `ETag` the next write is conditional on.
@@ -117,12 +118,7 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
     /// The server holds `data` under `validator` while local changes stay unsent; see
     /// ``RemoteChannel/recordBase(_:validator:from:)``.
     private func based(_ data: Data?, validator: String?, from version: UInt64?) {
-        guard let channel = connected else {
-            unconnected.base = data
-            unconnected.validator = validator
-            return
-        }
-        channel.recordBase(data, validator: validator, from: version)
+        books.recordBase(data, validator: validator, from: version)
     }
 
     /// The server's validator moved (or the resource is gone), its value as the base holds it.
@@ -142,7 +138,7 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
         try await gate.run {
             guard let channel = connected else {
                 // No container: each change is its own value; one the server reflects is not sent.
-                guard change.version > agreedVersion else { return }
+                guard change.version > unattached.agreedVersion else { return }
                 return try await write(change.newValue, version: change.version, change: change)
             }
             // First: the previous sender's own write, cut short, is no value to load.
@@ -164,7 +160,7 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
             }
             // A change the server's value replaced (at launch, on a pull, or just now) was not
             // delivered: not counted as sent.
-            if let discardedThrough, change.version <= discardedThrough {
+            if channel.isDiscarded(change.version) {
                 throw SupersededByRemoteValue(
                     reason: ".serverWins at \(configuration.endpoint): the server's value, changed since the "
                         + "last sync, replaced it")
@@ -288,8 +284,6 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
                     case .serverWins:
                         let applied = connected?.applyRemote(remote)
                         reportDiscarded(local, through: applied.map { $0 - 1 } ?? version)
-                        agreedVersion = max(agreedVersion, applied ?? version)
-                        if connected == nil { unconnected = SyncRecord(base: data, validator: remoteETag) }
                         recordAgreement(base: data, validator: remoteETag, atVersion: applied ?? version)
                         return
                     case .clientWins:
@@ -329,19 +323,17 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
 
     /// The server took `value` (its bytes `data`) at the container's `version`, under `etag`.
     private func agree(_ value: Value, data: Data, etag newETag: String?, version: UInt64) {
-        agreedVersion = max(agreedVersion, version)
-        if connected == nil { unconnected = SyncRecord(base: data, validator: newETag) }
         recordAgreement(base: data, validator: newETag, atVersion: version)
     }
 
-    /// Records an agreement in the container's sync record.
+    /// Records an agreement in the sink's record (the container's, or its own).
     private func recordAgreement(base: Data?, validator: String?, atVersion version: UInt64) {
-        connected?.recordAgreement(base: base, validator: validator, atVersion: version)
+        books.recordAgreement(base: base, validator: validator, atVersion: version)
     }
 
     /// Reports the local changes a ``SyncConflictPolicy/serverWins`` conflict throws away.
     private func reportDiscarded(_ local: Value, through version: UInt64) {
-        discardedThrough = max(discardedThrough ?? 0, version)
+        books.recordDiscarded(through: version)
         let described = String(describing: local)
         StateDiagnostics.report(
             StateDiagnostic(
@@ -408,8 +400,8 @@ final class HTTPSyncEngine<Value: Sendable & Codable>: @unchecked Sendable {
     /// changes; through the conflict policy when it does and the server changed since the base.
     private func take(_ remote: Value, data: Data, etag remoteETag: String?) {
         guard let channel = connected else {
-            unconnected = SyncRecord(base: data, validator: remoteETag)
-            return
+            // No container to take it: it is what the server holds, as of no change.
+            return recordAgreement(base: data, validator: remoteETag, atVersion: 0)
         }
         while let current = channel.current {
             let localData = try? configuration.encoder.encode(current.value)

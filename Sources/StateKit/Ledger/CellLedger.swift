@@ -52,6 +52,7 @@ import Foundation
 /// | ``agreed(_:base:validator:atVersion:)`` | the record agreed, unsent if a local change came after | store the records (after the value, for a cell that saves it) |
 /// | ``based(_:base:validator:from:)``   | the destination's value and validator, local changes still unsent | store the records once the local value that includes the base is saved |
 /// | ``recordsStored(_:)``               | storage holds those records           | none                                     |
+/// | ``discarded(_:through:)``           | the destination's value replaced local changes up to it (memory only) | none              |
 /// | ``tookOverSending(_:)``             | the previous sender's records, unsent | none                                     |
 /// | ``sending(_:data:)``                | the record notes the value being sent | store the records, before the send        |
 /// | ``loggedUndelivered(_:throughVersion:)`` | the record unsent (its outbox logged what it did not deliver) | store the records |
@@ -131,6 +132,10 @@ struct CellLedger {
     private(set) var records: [String: SyncRecord] = [:]
     /// The version each record's last agreement was made at.
     private var agreedVersions: [String: UInt64] = [:]
+    /// For each destination, the newest version whose local changes its conflict policy discarded
+    /// for the destination's value (``SyncConflictPolicy/serverWins``): a change up to it was
+    /// never delivered there. Memory only: a relaunch's changes are sent again.
+    private var discardedVersions: [String: UInt64] = [:]
     /// For a record whose base was taken with local changes unsent, the local version that
     /// includes that base (`nil`: none yet); the base is stored once that version is saved.
     private var basedVersions: [String: UInt64?] = [:]
@@ -211,6 +216,23 @@ struct CellLedger {
         isAllUnsent = records.values.allSatisfy(\.hasUnsentChanges)
         checkInvariants()
         return true
+    }
+
+    /// The version the destination `name` last agreed on (0: none this launch).
+    func agreedVersion(of name: String) -> UInt64 {
+        agreedVersions[name] ?? 0
+    }
+
+    /// The destination `name`'s value replaced the local changes up to `version`, which were
+    /// never delivered there.
+    mutating func discarded(_ name: String, through version: UInt64) {
+        discardedVersions[name] = max(discardedVersions[name] ?? 0, version)
+    }
+
+    /// Whether the destination `name`'s value replaced the local change of `version`
+    /// (``discarded(_:through:)``).
+    func isDiscarded(_ name: String, version: UInt64) -> Bool {
+        discardedVersions[name].map { version <= $0 } ?? false
     }
 
     /// The destination `name` holds `base` under `validator` while local changes stay unsent: read

@@ -127,6 +127,21 @@ final class SyncRecordStore: @unchecked Sendable {
         }
     }
 
+    /// The version the record `name` last agreed on this launch (0: none).
+    func agreedVersion(of name: String) -> UInt64 {
+        ledger.withLedger { $0.agreedVersion(of: name) }
+    }
+
+    /// Records that the destination of `name` replaced the local changes up to `version`.
+    func discarded(_ name: String, through version: UInt64) {
+        ledger.withLedger { $0.discarded(name, through: version) }
+    }
+
+    /// Whether the destination of `name` replaced the local change of `version`.
+    func isDiscarded(_ name: String, version: UInt64) -> Bool {
+        ledger.withLedger { $0.isDiscarded(name, version: version) }
+    }
+
     /// Records a base taken with local changes unsent (see ``CellLedger/based(_:base:validator:from:)``).
     func base(_ name: String, base: Data?, validator: String?, from version: UInt64?) {
         if ledger.withLedger({ $0.based(name, base: base, validator: validator, from: version) }) {

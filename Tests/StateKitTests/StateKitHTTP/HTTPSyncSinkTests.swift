@@ -30,6 +30,28 @@ import Darwin
         return policy
     }
 
+    /// A sink sent changes on its own, with no container to keep its record, keeps it in a ledger
+    /// of its own: each write is conditional on the last one's `ETag`, and a change the server
+    /// already reflects is not sent again.
+    @Test func aSinkUsedOnItsOwnWritesOnItsLastAgreementAndSendsNothingTwice() async throws {
+        let server = try FixtureHTTPServer()
+        defer { server.stop() }
+        let sink = HTTPSyncSink<Int>(endpoint: server.url, loadsOnStart: false)
+        func change(_ version: UInt64) -> StateChange<Int> {
+            StateChange(
+                key: "alone", oldValue: Int(version) - 1, newValue: Int(version), version: version, timestamp: Date())
+        }
+        try await sink.send([change(1)])
+        try await sink.send([change(2)])
+        try await sink.send([change(2)])
+        try await sink.send([change(1)])
+        let requests = server.requests
+        #expect(requests.map { $0.headers["state-version"] } == ["1", "2"])
+        #expect(requests.map { $0.headers["if-none-match"] } == ["*", nil])
+        #expect(requests.map { $0.headers["if-match"] } == [nil, "\"fixture-1\""])
+        #expect(await sink.currentETag == "\"fixture-2\"")
+    }
+
     @Test func writesSortedJSONConditionallyWithTheDraftIdempotencyKey() async throws {
         let server = try FixtureHTTPServer(script: [.init(status: 201, headers: ["ETag": "\"e1\""])])
         defer { server.stop() }

@@ -91,6 +91,15 @@ public final class RemoteChannel<Value: Sendable>: @unchecked Sendable {
         pipeline.awaitFirstContact()
     }
 
+    /// A channel into no container, for a remote sink used on its own (sent changes without a
+    /// ``SyncedState``): its record lives in a ledger of its own, in memory, under `key`.
+    package init(unattachedKey key: String, recordName: String) {
+        self.key = key
+        self.recordName = recordName
+        self.records = SyncRecordStore(key: key, storage: nil, names: [recordName])
+        self.isPersisted = false
+    }
+
     /// The last container using a shared channel is gone: from now on it is as a released
     /// container's.
     func detach() {
@@ -197,6 +206,24 @@ public final class RemoteChannel<Value: Sendable>: @unchecked Sendable {
     package func recordBase(_ base: Data?, validator: String?, from version: UInt64?) {
         guard container != nil || !isPersisted else { return }
         records.base(recordName, base: base, validator: validator, from: version)
+    }
+
+    /// The container's version the server last agreed on this launch (0: none): a change up to it
+    /// needs no sending.
+    package var agreedVersion: UInt64 {
+        records.agreedVersion(of: recordName)
+    }
+
+    /// Records that the server's value replaced the container's local changes up to `version`
+    /// (a conflict resolved for the server): they were never delivered.
+    package func recordDiscarded(through version: UInt64) {
+        records.discarded(recordName, through: version)
+    }
+
+    /// Whether the server's value replaced the local change of `version`
+    /// (``recordDiscarded(through:)``).
+    package func isDiscarded(_ version: UInt64) -> Bool {
+        records.isDiscarded(recordName, version: version)
     }
 
     /// Records that the server now holds `base` (encoded as the sink encodes values) under
