@@ -88,31 +88,20 @@ import Testing
 
     @Test func aFailureIsReportedOnceAndItsEndOnce() {
         var ledger = OutboxLedger()
-        let first = ledger.writeFailed()
-        #expect(first)
-        let second = ledger.writeFailed()
-        #expect(!second)
-        let appended = ledger.recordAppended()
-        #expect(appended, "the end of the failure is reported")
-        let appendedAgain = ledger.recordAppended()
-        #expect(!appendedAgain)
-        let failedAgain = ledger.writeFailed()
-        #expect(failedAgain)
-        let rewritten = ledger.fileReplaced()
-        #expect(rewritten, "a rewrite ends it too")
-        let rewrittenAgain = ledger.fileReplaced()
-        #expect(!rewrittenAgain)
+        // In order: two failures, two appends, a failure, two rewrites.
+        let reports = [
+            ledger.writeFailed(), ledger.writeFailed(), ledger.recordAppended(), ledger.recordAppended(),
+            ledger.writeFailed(), ledger.fileReplaced(), ledger.fileReplaced(),
+        ]
+        #expect(reports == [true, false, true, false, true, true, false])
     }
 
     @Test func aRepairIsScheduledOnceUntilItStarts() {
         var ledger = OutboxLedger()
-        let firstWish = ledger.repairWanted()
-        #expect(firstWish)
-        let secondWish = ledger.repairWanted()
-        #expect(!secondWish)
+        let wishes = [ledger.repairWanted(), ledger.repairWanted()]
         ledger.repairStarts()
         let afterStart = ledger.repairWanted()
-        #expect(afterStart)
+        #expect(wishes + [afterStart] == [true, false, true])
     }
 
     @Test func aFileReplacedWhileItWasForcedIsNotTakenAsForced() {
