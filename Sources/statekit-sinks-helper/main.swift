@@ -257,8 +257,15 @@ case "handler-writes" where arguments.count == 5:
         0, key: key, storage: .file(directory, sharedAcrossProcesses: arguments[4] == "shared"))
     state.modify { $0 += 1 }
     state.flush()
-    try? FileManager.default.removeItem(at: directory)
-    try? Data("not a directory".utf8).write(to: directory)
+    // A file takes the directory's place in one step: removed first, the directory would be
+    // missing for a moment, and a watcher's check then would take the value for deleted outside.
+    let aside = directory.path + ".aside"
+    try? Data("not a directory".utf8).write(to: URL(fileURLWithPath: aside))
+    guard FileReplacement.exchange(aside, directory.path) else {
+        FileHandle.standardOutput.write(Data("cannot exchange the directory with a file: errno \(errno)\n".utf8))
+        exit(1)
+    }
+    defer { try? FileManager.default.removeItem(atPath: aside) }
     let reports = writeAtEachReport(of: .storageFailed, to: state)
     // Each flush retries the failing save for about a second: one for the five writes.
     for _ in 1...5 { state.modify { $0 += 1 } }

@@ -13,7 +13,7 @@ import Musl
 ///
 /// A reader never sees a partly written file under the final name; a writer killed half-way leaves
 /// at most a hidden temporary file.
-enum FileReplacement {
+package enum FileReplacement {
     /// Writes all of `data` to `path`: a new file if `exclusive` (failing if one exists), else
     /// the file truncated. Forces it to disk if `durably`. On failure nothing is left at `path`.
     static func writeWhole(_ data: Data, toPath path: String, exclusive: Bool = true, durably: Bool) throws {
@@ -70,6 +70,21 @@ enum FileReplacement {
         guard descriptor >= 0 else { return }
         fsync(descriptor)
         close(descriptor)
+    }
+
+    /// Swaps what the paths `first` and `second` name, in one step, so that no reader ever finds
+    /// either missing (StateKit's fault tests break a storage directory this way: a file takes
+    /// its place). `renameat2` with `RENAME_EXCHANGE` on Linux 3.15 and later, looked up at run time
+    /// (Swift's Glibc module leaves it out); `renamex_np` with `RENAME_SWAP` on Apple platforms.
+    package static func exchange(_ first: String, _ second: String) -> Bool {
+        #if canImport(Darwin)
+        return renamex_np(first, second, UInt32(RENAME_SWAP)) == 0
+        #else
+        typealias Renameat2 = @convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32
+        let renameExchange: UInt32 = 2
+        guard let symbol = dlsym(nil, "renameat2") else { return false }
+        return unsafeBitCast(symbol, to: Renameat2.self)(AT_FDCWD, first, AT_FDCWD, second, renameExchange) == 0
+        #endif
     }
 
     private static func currentError() -> POSIXError {

@@ -387,19 +387,24 @@ private struct BreakableStore: Sendable {
         storage = .file(url, sharedAcrossProcesses: true)
     }
 
+    /// Where what the store's path held is swapped aside to.
+    private var aside: URL { url.deletingLastPathComponent().appending(path: "aside") }
+
+    /// A file takes the directory's place, in one step: removed first, the directory would be
+    /// missing for a moment, and a check of the key then would take its value for deleted.
     func `break`() throws {
-        try FileManager.default.removeItem(at: url)
-        try Data("not a directory".utf8).write(to: url)
+        try Data("not a directory".utf8).write(to: aside)
+        try #require(FileReplacement.exchange(aside.path, url.path))
+        try FileManager.default.removeItem(at: aside)
     }
 
     /// Makes the store a directory again, empty or holding `data` as the file of `key` from the
-    /// moment it is one (it is made aside and renamed into place), so that no save retried
-    /// meanwhile finds it empty.
+    /// moment it is one (made aside and swapped into place in one step), so that no save retried
+    /// meanwhile finds it empty, and no check finds it missing.
     func mend(holding data: Data? = nil, forKey key: String = "") throws {
-        let aside = url.deletingLastPathComponent().appending(path: "mended", directoryHint: .isDirectory)
         try FileManager.default.createDirectory(at: aside, withIntermediateDirectories: true)
         if let data { try data.write(to: FileStateStorage.file(aside).fileURL(forKey: key)) }
-        try FileManager.default.removeItem(at: url)
-        try FileManager.default.moveItem(at: aside, to: url)
+        try #require(FileReplacement.exchange(aside.path, url.path))
+        try FileManager.default.removeItem(at: aside)
     }
 }
