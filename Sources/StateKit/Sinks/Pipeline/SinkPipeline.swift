@@ -77,12 +77,17 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
     /// Starts delivering: once the container is whole, so that a remote sink is connected (and
     /// knows its sync record) before it sends what an outbox kept from an earlier launch.
     func start() {
-        SinkPipelineCensus.started(key)
         let task = Task { await self.run() }
         lock.withLock {
             // The task may have ended already; its handle would keep the finished task alive.
             if !isFinished { self.task = task }
         }
+    }
+
+    /// Whether the pipeline stopped: its task ended, or the drain timeout stopped it (a released
+    /// container's pipeline must, within that timeout, and its tests check it).
+    var hasStopped: Bool {
+        lock.withLock { isFinished }
     }
 
     var statistics: SinkStatistics {
@@ -462,7 +467,6 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
                     + (log == nil
                         ? "changes undelivered" : "changes undelivered, kept in the outbox for the next launch"))
         }
-        SinkPipelineCensus.ended(key)
     }
 
     // MARK: Helpers
@@ -484,28 +488,5 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
         StateDiagnostics.report(
             StateDiagnostic(kind: kind, keys: [key], message: "sink \(sink.name): \(message)", error: error)
         )
-    }
-}
-
-/// How many sink pipelines are running, per container key: a released container's sinks must
-/// stop within their drain timeout, and tests check that they did.
-enum SinkPipelineCensus {
-    private static let lock = Lock()
-    nonisolated(unsafe) private static var counts: [String: Int] = [:]
-
-    static func started(_ key: String) {
-        lock.withLock { counts[key, default: 0] += 1 }
-    }
-
-    static func ended(_ key: String) {
-        lock.withLock {
-            let count = (counts[key] ?? 1) - 1
-            counts[key] = count > 0 ? count : nil
-        }
-    }
-
-    /// The pipelines of `key` whose delivery task has not ended.
-    static func live(_ key: String) -> Int {
-        lock.withLock { counts[key] ?? 0 }
     }
 }

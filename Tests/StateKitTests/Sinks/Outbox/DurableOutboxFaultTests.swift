@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import StateKit  // SinkPipelineCensus: how many sink pipelines still run
+@testable import StateKit  // OutboxLogRegistry and LockFileState: a log torn down while another opens
 
 /// The outbox never erases, never drops what it logged, and never trusts what it cannot read:
 /// second owners, takeovers, absurd and torn records, unreadable files, a full disk, a lagging sink.

@@ -1,22 +1,12 @@
 import Foundation
+import StateKit
 import Synchronization
 import Testing
-
-@testable import StateKit  // SinkPipelineCensus: how many sink pipelines still run
 
 /// A released container's sinks drain for a bounded time, then stop. One test waits for its turn
 /// to contend (see `contending`), hence the suite's limit.
 @Suite(.contendingTimeLimit) struct SinkDrainTests {
     init() { DiagnosticsRecorder.start() }
-
-    /// Waits (polling, bounded) until no pipeline of `key` runs; returns whether that happened.
-    private func noLivePipelines(_ key: String, within seconds: Double = 60) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        while SinkPipelineCensus.live(key) > 0 && ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return SinkPipelineCensus.live(key) == 0
-    }
 
     private func alwaysFailing(drainTimeout: Duration) -> SinkPolicy {
         SinkPolicy(
@@ -34,15 +24,17 @@ import Testing
         var oneAttempt = alwaysFailing(drainTimeout: .milliseconds(200))
         oneAttempt.retry.maximumAttempts = 1
         let policy = oneAttempt
+        let pipelines = PipelineWatch()
         await contending {
             for value in 1...10_000 {
                 let state = SyncedState(0, key: key) {
                     TestSink<Int>(policy: policy) { attempt in ScriptedFailure(attempt: attempt) }
                 }
+                pipelines.watch(state)
                 state.modify(value)
             }
         }
-        #expect(await noLivePipelines(key))
+        #expect(await pipelines.allStopped())
         #expect(DiagnosticsRecorder.diagnostics(involving: key).contains { $0.kind == .sinkStopped })
     }
 
@@ -52,6 +44,7 @@ import Testing
         defer { directory.cleanUp() }
         let key = uniqueKey()
         weak var released: TestSink<Int>?
+        let pipelines = PipelineWatch()
         do {
             let sink = TestSink<Int>(policy: alwaysFailing(drainTimeout: .milliseconds(50))) {
                 ScriptedFailure(attempt: $0)
@@ -61,11 +54,12 @@ import Testing
                 persisted
                 ? SyncedState(0, key: key, storage: .file(directory.url), sinks: [sink])
                 : SyncedState(0, key: key, sinks: [sink])
+            pipelines.watch(state)
             state.modify(1)
         }
         // Before the fix, the cancelled drain timer's block held the pipeline, and so the sink,
         // for good.
-        #expect(await noLivePipelines(key))
+        #expect(await pipelines.allStopped())
         let deadline = ContinuousClock.now + .seconds(30)
         while released != nil && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
         #expect(released == nil)
@@ -79,8 +73,10 @@ import Testing
         let hung = TestSink<Int>(policy: policy, gate: neverOpened)
         let healthy = TestSink<Int>(policy: policy)
         weak var released: SyncedState<Int>?
+        let pipelines = PipelineWatch()
         do {
             let state = SyncedState(0, key: key, sinks: [hung, healthy])
+            pipelines.watch(state)
             released = state
             for value in 1...3 { state.modify(value) }
             await neverOpened.arrived()
@@ -88,7 +84,7 @@ import Testing
         }
         #expect(released == nil)
         // The hung send ignores cancellation and never returns; the accounting must not wait for it.
-        #expect(await noLivePipelines(key, within: 10))
+        #expect(await pipelines.allStopped(within: 10))
         let stopped = DiagnosticsRecorder.diagnostics(involving: key).filter { $0.kind == .sinkStopped }
         #expect(stopped.count == 1)
         #expect(stopped.first?.message.contains("3 changes undelivered") == true)
@@ -109,6 +105,7 @@ import Testing
         policy.drainTimeout = .seconds(1)
         let sinkPolicy = policy
         let counter = ReleaseCounter()
+        let pipelines = PipelineWatch()
         let freedAfter: Duration? = await contending {
             let spinning = SpinningThreads(count: 2 * ProcessInfo.processInfo.activeProcessorCount)
             defer { spinning.stop() }
@@ -124,6 +121,7 @@ import Testing
                     sent.signal()
                 }
                 let state = SyncedState(0, key: key, sinks: [hung, healthy])
+                pipelines.watch(state)
                 state.modify(1)
                 for _ in 0..<2 { waitFor(sent, "the sinks' sends", seconds: 30) }
             }
@@ -141,7 +139,7 @@ import Testing
             what \(containers - counter.count.load(ordering: .acquiring)) healthy sinks captured was alive 3 s after \
             the last release
             """)
-        #expect(await noLivePipelines(key, within: 10))
+        #expect(await pipelines.allStopped(within: 10))
         let stopped = DiagnosticsRecorder.diagnostics(involving: key).filter { $0.kind == .sinkStopped }
         #expect(stopped.count == containers)
         #expect(stopped.allSatisfy { $0.message.contains("1 changes undelivered") })
@@ -154,14 +152,16 @@ import Testing
         defer { directory.cleanUp() }
         let log = directory.url.appending(path: "state.outbox")
         let key = uniqueKey()
+        let pipelines = PipelineWatch()
         do {
             let failing = TestSink<Int>(policy: alwaysFailing(drainTimeout: .milliseconds(100))) { attempt in
                 ScriptedFailure(attempt: attempt)
             }
             let state = SyncedState(0, key: key) { DurableOutbox(fileURL: log, wrapping: failing) }
+            pipelines.watch(state)
             for value in 1...3 { state.modify(value) }
         }
-        #expect(await noLivePipelines(key))
+        #expect(await pipelines.allStopped())
         let stopped = DiagnosticsRecorder.diagnostics(involving: key).filter { $0.kind == .sinkStopped }
         #expect(stopped.count == 1)
         #expect(stopped.first?.message.contains("kept in the outbox") == true)
@@ -176,13 +176,15 @@ import Testing
         let key = uniqueKey()
         let gate = Gate()
         let sink = TestSink<Int>(gate: gate)
+        let pipelines = PipelineWatch()
         do {
             let state = SyncedState(0, key: key, sinks: [sink])
+            pipelines.watch(state)
             for value in 1...5 { state.modify(value) }
             await gate.arrived()
         }
         gate.open()
-        #expect(await noLivePipelines(key))
+        #expect(await pipelines.allStopped())
         #expect(sink.versions == [1, 2, 3, 4, 5])
     }
 }
