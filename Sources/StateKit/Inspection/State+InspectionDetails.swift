@@ -23,9 +23,7 @@ extension MonitoredState where Value: Sendable {
                         isPersisting: persistence?.isPersisting ?? false,
                         loadError: persistence?.status.loadError,
                         saveError: persistence?.saveError,
-                        syncStatus: pipelines.isEmpty
-                            ? nil
-                            : SyncStatus(pipelines.map(\.statusSnapshot), saveError: persistence?.saveError))
+                        syncStatus: pipelines.first.map { SyncStatusMonitor.status(of: pipelines, in: $0.ledger) })
                 }
             }
         }

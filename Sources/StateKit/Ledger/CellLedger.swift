@@ -20,7 +20,11 @@ import Foundation
 ///   container's `saveError` and a synced container's status read it here;
 /// - **each remote destination**: its ``SyncRecord`` (base, validator, unsent changes) as the
 ///   ledger knows it now, the version its last agreement was made at, and the record that storage
-///   holds for it.
+///   holds for it;
+/// - **each sink of its containers**: what the sink sent, failed, dropped and coalesced, its
+///   error, pause and retry, and what it settled undelivered (``SinkBooks``). A synced
+///   container's status and receipts are read here, with the save error, in one reading
+///   (``syncStatus(of:)``).
 ///
 /// States of a destination's record, as storage holds it:
 ///
@@ -150,6 +154,13 @@ struct CellLedger {
     /// Whether the records were read from storage: a record store made again for the cell (its
     /// earlier one was released with the last channel) finds the ledger as it was.
     private var hasLoadedRecords = false
+    /// The books of each sink of the cell's containers while its pipeline lives, by the slot
+    /// ``openBooks(_:)`` gave it (an index, not a hash: a write to a full buffer notes its
+    /// overflow here, in place). A slot whose pipeline is gone holds empty books until it is
+    /// used again.
+    private var sinkBooks: [SinkBooks] = []
+    /// Slots of pipelines that are gone, to use again.
+    private var freeBookSlots: [Int] = []
 
     init(savesValue: Bool) {
         self.savesValue = savesValue
@@ -429,6 +440,59 @@ struct CellLedger {
     /// The error a container reports as its save error: why saving stopped, or the failed save.
     var saveError: (any Error)? {
         stopReason ?? failure?.error
+    }
+
+    // MARK: Sinks
+
+    /// A sink's pipeline starts keeping its books here, as `books` say; returns their slot.
+    mutating func openBooks(_ books: SinkBooks) -> Int {
+        guard let slot = freeBookSlots.popLast() else {
+            sinkBooks.append(books)
+            return sinkBooks.count - 1
+        }
+        sinkBooks[slot] = books
+        return slot
+    }
+
+    /// The pipeline is gone: nobody reads its books any more.
+    mutating func closeBooks(_ slot: Int) {
+        sinkBooks[slot] = SinkBooks(sinkName: "")
+        freeBookSlots.append(slot)
+    }
+
+    /// How many pipelines keep their books here now.
+    var openBookCount: Int { sinkBooks.count - freeBookSlots.count }
+
+    /// Runs `event` on the books in `slot` (opened by ``openBooks(_:)``).
+    mutating func books<Result>(_ slot: Int, _ event: (inout SinkBooks) -> Result) -> Result {
+        event(&sinkBooks[slot])
+    }
+
+    /// A full buffer dropped or coalesced a change: noted in the books in `slot`.
+    @inline(__always)
+    mutating func overflowed(_ slot: Int, _ overflow: SinkBooks.Overflow) {
+        sinkBooks[slot].overflowed(overflow)
+    }
+
+    /// The statistics in the books in `slot`, with `pending` changes waiting in its pipeline.
+    func statistics(of slot: Int, pending: Int) -> SinkStatistics {
+        sinkBooks[slot].statistics(pending: pending)
+    }
+
+    /// Whether the sink whose books are in `slot` is paused.
+    func isPaused(_ slot: Int) -> Bool {
+        sinkBooks[slot].isPaused
+    }
+
+    /// The status of a container whose sinks' books are `sinks`, each with what waits in its
+    /// pipeline, in the order the sinks were given: their books and the save error, read at once.
+    func syncStatus(of sinks: [(books: Int, pending: Int)]) -> SyncStatus {
+        SyncStatus(
+            sinks.map { sink in
+                let books = sinkBooks[sink.books]
+                return (books.statistics(pending: sink.pending), books.lastFailedAt)
+            },
+            saveError: saveError)
     }
 
     private func isSaved(_ version: UInt64) -> Bool {

@@ -10,6 +10,9 @@ protocol LedgerHost: AnyObject, Sendable {
     /// ``CellLedger/localChange(_:)`` under the holder's lock: the one event on a writer's path,
     /// so without a generic closure.
     func noteLocalChange(_ version: UInt64) -> Bool
+    /// ``CellLedger/overflowed(_:_:)`` under the holder's lock: the sinks' one event on a writer's
+    /// path (a change to a full buffer), so without a generic closure either.
+    func noteOverflow(_ slot: Int, _ overflow: SinkBooks.Overflow)
     /// Stores what the ledger says to store, soon, on the cell's queue.
     func storeLedgerSoon()
     /// Returns once everything the ledger said to store before the call is stored (or failed).

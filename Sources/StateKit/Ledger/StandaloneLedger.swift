@@ -1,22 +1,26 @@
 import Dispatch
 
 /// The ledger of a synced container without storage: its value lives in memory or in its
-/// outbox's log (so every version counts as saved), and its records beside the log.
+/// outbox's log (so every version counts as saved), its records beside the log, and its sinks'
+/// books in memory.
 ///
-/// What the ledger says to store is stored on a serial queue of its own, never on the writer's
-/// thread; ``flushLedger()`` awaits that queue.
+/// What the ledger says to store is stored on a serial queue of its own, made once it keeps
+/// records (a container without remote sinks stores nothing), never on the writer's thread;
+/// ``flushLedger()`` awaits that queue.
 final class StandaloneLedger: LedgerHost {
     private struct State {
         var ledger = CellLedger(savesValue: false)
         /// Held weakly: the store holds this ledger.
         weak var store: SyncRecordStore?
+        /// Where the records are stored, once there are records to store.
+        var queue: DispatchQueue?
     }
 
+    private let key: String
     private let state = LockedBox(State())
-    private let queue: DispatchQueue
 
     init(key: String) {
-        queue = DispatchQueue(label: "StateKit.ledger.\(key)", qos: .utility)
+        self.key = key
     }
 
     func withLedger<Result>(_ body: (inout CellLedger) -> Result) -> Result {
@@ -27,19 +31,26 @@ final class StandaloneLedger: LedgerHost {
         state.withLock { $0.ledger.localChange(version) }
     }
 
+    func noteOverflow(_ slot: Int, _ overflow: SinkBooks.Overflow) {
+        state.withLock { $0.ledger.overflowed(slot, overflow) }
+    }
+
     func keepRecords(in store: SyncRecordStore) {
-        state.withLock { $0.store = store }
+        state.withLock { state in
+            state.store = store
+            if state.queue == nil { state.queue = DispatchQueue(label: "StateKit.ledger.\(key)", qos: .utility) }
+        }
     }
 
     func storeLedgerSoon() {
-        let isNew = state.withLock { state in
-            state.store != nil && state.ledger.saveWanted()
+        let queue = state.withLock { state in
+            state.store != nil && state.ledger.saveWanted() ? state.queue : nil
         }
-        guard isNew else { return }
-        queue.async { self.store() }
+        queue?.async { self.store() }
     }
 
     func flushLedger() async {
+        guard let queue = state.withLock({ $0.queue }) else { return }
         await withCheckedContinuation { continuation in
             queue.async { continuation.resume() }
         }

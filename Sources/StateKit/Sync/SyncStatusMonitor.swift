@@ -1,11 +1,14 @@
-/// The hidden container behind ``SyncedState/syncStatus``, kept up to date by the sinks' pipelines.
+/// The hidden container behind ``SyncedState/syncStatus``, kept up to date from the ledger.
 ///
 /// A ``SyncedState`` makes it the first time someone reads its status, so writes to a container
-/// whose status nobody reads pay nothing for it. Each pipeline calls ``refresh()`` after its
-/// statistics changed, and storage after its save error changed. Pipelines race, so a refresh reads every pipeline's statistics and writes
-/// the status under the status container's lock, in one step: whichever refresh writes last read
-/// the statistics last, and the status never goes back to an older one. A status equal to the
-/// current one is not written, so subscribers hear only of real changes.
+/// whose status nobody reads pay nothing for it. The status is derived from the ledger that
+/// keeps the container's sinks' books and its save error (``CellLedger/syncStatus(of:)``), in
+/// one reading, with what waits in each pipeline. Each pipeline calls ``refresh()`` after its
+/// books or its buffer changed, and storage after its save error changed. They race, so a
+/// refresh reads the ledger and writes the status under the status container's lock, in one
+/// step: whichever refresh writes last read last, and the status never goes back to an older
+/// one. A status equal to the current one is not written, so subscribers hear only of real
+/// changes.
 ///
 /// - Note: All operations on `SyncStatusMonitor` are thread-safe.
 final class SyncStatusMonitor<Value: Sendable>: Sendable {
@@ -13,17 +16,19 @@ final class SyncStatusMonitor<Value: Sendable>: Sendable {
     /// The read-only view handed out, one for all readers.
     let observed: Observed<SyncStatus>
     private let pipelines: [SinkPipeline<Value>]
-    /// The stored value of a persisted container, whose save error is part of the status.
+    /// Where the pipelines' books are, with the save error of a persisted container.
+    private let ledger: any LedgerHost
+    /// The stored value of a persisted container, which tells when its save error changes.
     private let persistence: StoredValue<Value>?
     /// What the pipelines and the save error tell, once ``connect()`` made it: held here, as a
     /// pipeline the key's other containers share may hold it only weakly.
     private let observer = LockedBox<StatisticsObserver?>(nil)
 
-    init(key: String, pipelines: [SinkPipeline<Value>], persistence: StoredValue<Value>?) {
+    init(key: String, pipelines: [SinkPipeline<Value>], ledger: any LedgerHost, persistence: StoredValue<Value>?) {
         self.pipelines = pipelines
+        self.ledger = ledger
         self.persistence = persistence
-        state = MonitoredState(
-            SyncStatus(pipelines.map(\.statusSnapshot), saveError: persistence?.saveError), key: "\(key).syncStatus")
+        state = MonitoredState(Self.status(of: pipelines, in: ledger), key: "\(key).syncStatus")
         InspectionRegistry.shared.remove(state)
         observed = state.readOnly
     }
@@ -39,14 +44,21 @@ final class SyncStatusMonitor<Value: Sendable>: Sendable {
         refresh()
     }
 
-    /// Recomputes the status from every pipeline's statistics and publishes it if it changed.
+    /// The status of a container with `pipelines`, whose books are in `ledger`: what waits in each
+    /// pipeline, then the books and the save error in one reading of the ledger.
+    static func status(of pipelines: [SinkPipeline<Value>], in ledger: any LedgerHost) -> SyncStatus {
+        let sinks = pipelines.map { (books: $0.booksID, pending: $0.pending) }
+        return ledger.withLedger { $0.syncStatus(of: sinks) }
+    }
+
+    /// Recomputes the status from the ledger and publishes it if it changed.
     func refresh() {
         var newest: SyncStatus?
         _ = state.write(
             unlessAlready: { current in
                 // Runs under the status container's lock, right before the write (again after
                 // Observation's willSet, when observed): the last status read is the one written.
-                let status = SyncStatus(pipelines.map(\.statusSnapshot), saveError: persistence?.saveError)
+                let status = Self.status(of: pipelines, in: ledger)
                 newest = status
                 return current == status
             },

@@ -22,7 +22,7 @@ extension SyncedState {
     /// Makes the status monitor and connects every pipeline to it; of two threads racing here,
     /// the first to install its monitor wins.
     private func startStatusMonitor() -> SyncStatusMonitor<Value> {
-        let candidate = SyncStatusMonitor(key: key, pipelines: pipelines, persistence: persistence)
+        let candidate = SyncStatusMonitor(key: key, pipelines: pipelines, ledger: ledger, persistence: persistence)
         let monitor = statusMonitor.install(candidate)
         guard monitor === candidate else { return monitor }
         monitor.connect()
@@ -31,6 +31,6 @@ extension SyncedState {
 
     /// The status now, read as the monitor reads it.
     var currentSyncStatus: SyncStatus {
-        SyncStatus(pipelines.map(\.statusSnapshot), saveError: persistence?.saveError)
+        SyncStatusMonitor.status(of: pipelines, in: ledger)
     }
 }

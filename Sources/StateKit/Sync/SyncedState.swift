@@ -39,6 +39,9 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
     private let sharedDestinations: [String]
     /// The record names this container claimed for remote sinks it does not share.
     private let ownRecordNames: [String]
+    /// Where the container's sinks keep their books: its cell's ledger when it persists, its own
+    /// otherwise (the ledger of its remote sinks' records too).
+    let ledger: any LedgerHost
     /// The shared stored value when the container persists (``init(_:key:storage:previousKeys:sinks:)-(_,_,_,_,[StateSink<Value>])``).
     let persistence: StoredValue<Value>?
     /// Where its remote sinks' sync records are kept, when it has remote sinks.
@@ -108,13 +111,15 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
         let logSinks = zip(sinks, joined).filter { $0.0 is any LogBackedSink<Value> && $0.1 == nil }.count
         let continuesVersions = logSinks > 0 && openings.compactMap { $0 }.count == logSinks
         let instance = continuesVersions ? nil : Self.makeInstanceID()
+        let ledger: any LedgerHost = persistence ?? StandaloneLedger(key: key)
         let pipelines = zip(zip(sinks, openings), joined).map { made, joined in
             joined
                 ?? SinkPipeline(
-                    sink: made.0, key: key, startVersion: lastVersion, log: made.1?.log,
+                    sink: made.0, key: key, ledger: ledger, startVersion: lastVersion, log: made.1?.log,
                     firstPending: made.1?.opening.firstPending, outcomes: made.1?.opening.outcomes ?? SinkOutcomes())
         }
         self.pipelines = pipelines
+        self.ledger = ledger
         self.persistence = persistence
         self.receipts = ReceiptBook(pipelines: pipelines, persistence: persistence)
         var recordNames = Self.recordNames(of: sinks)
@@ -134,7 +139,9 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
                 storage ?? outbox.map { FileStateStorage(directory: $0.logFileURL.deletingLastPathComponent()) }
             records =
                 recordNames.isEmpty
-                ? nil : SyncRecordStore(key: key, storage: recordStorage, names: recordNames.compactMap { $0 })
+                ? nil
+                : SyncRecordStore(
+                    key: key, storage: recordStorage, names: recordNames.compactMap { $0 }, cell: ledger)
             startsRecords = true
         }
         self.cellRemotes = remotes

@@ -757,6 +757,12 @@ extension StoredValue: LedgerHost {
         return ledger.localChange(version)
     }
 
+    func noteOverflow(_ slot: Int, _ overflow: SinkBooks.Overflow) {
+        lock.lock()
+        ledger.overflowed(slot, overflow)
+        lock.unlock()
+    }
+
     func storeLedgerSoon() {
         scheduleSave()
     }

@@ -5,8 +5,10 @@ import Foundation
 /// Writers call ``enqueue(_:)`` from a container's change subscriber, synchronously on the
 /// delivering thread: it only updates the state machine under a short lock and wakes the task, so a
 /// writer never waits for the sink. The task takes batches in order, sends them, retries failures
-/// with backoff, and applies the policy's overflow and failure rules, counting everything in
-/// ``statistics``. The states and their transitions are ``SinkPipelineStateMachine``'s.
+/// with backoff, and applies the policy's overflow and failure rules. The states and their
+/// transitions are ``SinkPipelineStateMachine``'s; what came of the changes (``statistics``,
+/// receipts' outcomes) is kept in the sink's books in the cell's ledger (``SinkBooks``), which
+/// the events that settle or fail changes update under the pipeline's lock.
 ///
 /// Behind a ``DurableOutbox`` (`log`), a full buffer never drops: changes stay in the log and the
 /// task reads them back in order. Once its container is released (``close()``), the pipeline
@@ -22,6 +24,11 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
     let key: String
     /// The sink's log, when its changes are logged (a ``DurableOutbox``).
     let log: (any LogBackedSink<Value>)?
+    /// The holder of the ledger that keeps the sink's books: its cell's, shared by the key's
+    /// containers, or a synced container's own. Its lock is taken under the pipeline's.
+    let ledger: any LedgerHost
+    /// Where the sink's books are in its ledger.
+    let booksID: Int
     private let lock = Lock()
     private var machine: SinkPipelineStateMachine<Value>
     private var nextFlushID: UInt64 = 0
@@ -49,15 +56,17 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
         if installed !== observer { installed.add(observer) }
     }
 
-    /// Makes the pipeline; it delivers nothing before ``start()``.
+    /// Makes the pipeline, and opens its books in `ledger`; it delivers nothing before ``start()``.
     ///
     /// - Parameters:
     ///   - startVersion: The container's version before its first change.
     ///   - log: The sink's opened log, whose pending changes are delivered first.
     ///   - firstPending: The first logged version still to deliver.
+    ///   - outcomes: What the log settled undelivered in earlier launches.
     init(
         sink: any StateSink<Value>,
         key: String,
+        ledger: any LedgerHost,
         startVersion: UInt64,
         log: (any LogBackedSink<Value>)? = nil,
         firstPending: UInt64? = nil,
@@ -67,11 +76,26 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
         self.policy = sink.policy
         self.key = key
         self.log = log
+        self.ledger = ledger
         // A receipt's reason names the sink, and a remote sink's destination.
         let destination = (sink as? any RemoteSyncSink<Value>)?.destination
         self.machine = SinkPipelineStateMachine(
             policy: sink.policy, sinkName: destination.map { "\(sink.name) (\($0))" } ?? sink.name,
-            isLogBacked: log != nil, startVersion: startVersion, firstPending: firstPending, outcomes: outcomes)
+            isLogBacked: log != nil, startVersion: startVersion, firstPending: firstPending)
+        let books = SinkBooks(sinkName: sink.name, outcomes: outcomes)
+        self.booksID = ledger.withLedger { $0.openBooks(books) }
+    }
+
+    deinit {
+        ledger.withLedger { [booksID] in $0.closeBooks(booksID) }
+    }
+
+    /// Runs `event` on the state machine and the sink's books: under the pipeline's lock, then
+    /// the ledger's, so the books follow the machine's decisions in order.
+    private func withBooks<Result>(_ event: (inout Machine, inout SinkBooks) -> Result) -> Result {
+        lock.withLock {
+            ledger.withLedger { ledger in ledger.books(booksID) { event(&machine, &$0) } }
+        }
     }
 
     /// Starts delivering: once the container is whole, so that a remote sink is connected (and
@@ -90,18 +114,16 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
         lock.withLock { isFinished }
     }
 
+    /// The sink's statistics, from its books, with what waits in the pipeline.
     var statistics: SinkStatistics {
-        statusSnapshot.statistics
+        let pending = self.pending
+        return ledger.withLedger { [id = booksID] in $0.statistics(of: id, pending: pending) }
     }
 
-    /// The statistics, and when the sink last failed (to tell which sink failed most recently).
-    var statusSnapshot: (statistics: SinkStatistics, lastFailedAt: ContinuousClock.Instant?) {
+    /// The changes waiting for the sink: in memory and, behind a log, on disk.
+    var pending: Int {
         let lastRecorded = log?.lastRecordedVersion ?? 0
-        return lock.withLock {
-            var statistics = machine.statistics(lastRecorded: lastRecorded)
-            statistics.sinkName = sink.name
-            return (statistics, machine.lastFailedAt)
-        }
+        return lock.withLock { machine.pending(lastRecorded: lastRecorded) }
     }
 
     // MARK: Writer side
@@ -111,7 +133,8 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
         // Locked by hand, and the machine's step inlined: this code is not specialised for
         // `Value`, and every function it passes through looks up the change's generic metadata again.
         lock.lock()
-        let (wake, isFirstDrop) = machine.enqueue(change)
+        let (wake, overflow, isFirstDrop) = machine.enqueue(change)
+        if let overflow { ledger.noteOverflow(booksID, overflow) }
         lock.unlock()
         wake?.resume()
         statisticsChanged()
@@ -134,8 +157,13 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
     /// the sink is stopped, or the calling task is cancelled; or, unless `waitsThroughPause`,
     /// the sink is paused.
     func flush(waitsThroughPause: Bool) async {
+        let (ledger, booksID) = (self.ledger, self.booksID)
         await wait(
-            adding: { $0.addFlushWaiter(id: $1, waitsThroughPause: waitsThroughPause, $2) },
+            adding: { machine, id, continuation in
+                let isPaused = ledger.withLedger { $0.isPaused(booksID) }
+                return machine.addFlushWaiter(
+                    id: id, waitsThroughPause: waitsThroughPause, isPaused: isPaused, continuation)
+            },
             cancelling: { $0.cancelFlush(id: $1) })
     }
 
@@ -180,7 +208,7 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
 
     /// What became of each of `versions` at this sink (`nil`: not settled yet), in one reading.
     func outcomes(of versions: [UInt64]) -> [WriteOutcome?] {
-        lock.withLock { versions.map { machine.outcome(of: $0) } }
+        withBooks { machine, books in versions.map { machine.outcome(of: $0, books: books) } }
     }
 
     /// What waits for this sink, oldest first: in memory, then in its log.
@@ -197,7 +225,7 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
     /// The sink's destination has yet to answer (a remote sink was connected): the statistics say
     /// so until it does. Called before the pipeline starts.
     func awaitFirstContact() {
-        lock.withLock { machine.awaitFirstContact() }
+        ledger.withLedger { [id = booksID] in $0.books(id) { $0.awaitFirstContact() } }
         statisticsChanged()
     }
 
@@ -205,7 +233,9 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
     func destinationAnswered() {
         let waiters = lock.withLock {
             failedLoad = nil
-            return machine.destinationAnswered()
+            return ledger.withLedger { ledger in
+                ledger.books(booksID) { machine.destinationAnswered(books: &$0) }
+            }
         }
         statisticsChanged()
         for waiter in waiters { waiter.resume() }
@@ -229,7 +259,13 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
             let failures = failure == nil ? 0 : failuresBefore + 1
             let (waiters, requests) = lock.withLock {
                 failedLoad = failure == nil || isFinished ? nil : (load, failures)
-                return (machine.loadFinished(error: failure, willRetry: failedLoad != nil, at: .now), retryRequests)
+                let willRetry = failedLoad != nil
+                let waiters = ledger.withLedger { ledger in
+                    ledger.books(booksID) {
+                        machine.loadFinished(error: failure, willRetry: willRetry, at: .now, books: &$0)
+                    }
+                }
+                return (waiters, retryRequests)
             }
             statisticsChanged()
             for waiter in waiters { waiter.resume() }
@@ -327,8 +363,11 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
     private func run() async {
         var hasWaitedForInterval = false
         while !Task.isCancelled {
-            let (next, drops) = lock.withLock {
-                (machine.nextBatch(hasWaitedForInterval: hasWaitedForInterval), machine.takeUnreportedDrops())
+            let (next, drops) = withBooks { machine, books in
+                (
+                    machine.nextBatch(hasWaitedForInterval: hasWaitedForInterval, books: &books),
+                    machine.takeUnreportedDrops()
+                )
             }
             if drops > 0 {
                 report(.sinkDroppedChanges, "\(drops) more changes dropped because the buffer was full")
@@ -359,12 +398,13 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
         guard let log else { return }
         let recordedBefore = log.lastRecordedVersion
         let changes = log.changes(from: version, maximumCount: maximumCount)
-        let satisfied = lock.withLock {
+        let satisfied = withBooks { machine, books in
             machine.logRead(
                 changes,
                 isComplete: changes.count < maximumCount,
                 recordedBefore: recordedBefore,
-                recordedNow: log.lastRecordedVersion
+                recordedNow: log.lastRecordedVersion,
+                books: &books
             )
         }
         statisticsChanged()
@@ -387,8 +427,8 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
                     supersededBecause = superseded.reason
                 }
                 let now = Date()
-                let (satisfied, wasPaused) = lock.withLock {
-                    machine.sendSucceeded(at: now, supersededBecause: supersededBecause)
+                let (satisfied, wasPaused) = withBooks { machine, books in
+                    machine.sendSucceeded(at: now, supersededBecause: supersededBecause, books: &books)
                 }
                 if wasPaused { report(.sinkResumed, "delivered \(describe(batch)) after being paused") }
                 statisticsChanged()
@@ -398,11 +438,11 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
                 if Task.isCancelled { return }
                 let advice = error as? any StateSinkError
                 let now = (date: Date(), instant: ContinuousClock.now)
-                let (failure, requests) = lock.withLock {
+                let (failure, requests) = withBooks { machine, books in
                     (
                         machine.sendFailed(
                             error, retryAfter: advice?.retryAfter, isRetryable: advice?.isRetryable ?? true,
-                            attempt: attempt, at: now),
+                            attempt: attempt, at: now, books: &books),
                         retryRequests
                     )
                 }
@@ -444,14 +484,15 @@ final class SinkPipeline<Value: Sendable>: @unchecked Sendable {
     /// every flush and reports what a drain timeout left behind.
     private func finish() {
         let lastRecorded = log?.lastRecordedVersion ?? 0
-        let (stopped, waits): (SinkPipelineStateMachine<Value>.Stopped?, [CancellableSleep]) = lock.withLock {
+        let (stopped, waits): (SinkPipelineStateMachine<Value>.Stopped?, [CancellableSleep]) = withBooks {
+            machine, books in
             guard !isFinished else { return (nil, []) }
             isFinished = true
             // The task holds the pipeline until it ends: its handle must not hold the task back.
             task = nil
             failedLoad = nil
             defer { retryWaits = [] }
-            return (machine.stop(lastRecorded: lastRecorded), retryWaits)
+            return (machine.stop(lastRecorded: lastRecorded, books: &books), retryWaits)
         }
         // A failed load's retry holds the pipeline while it waits.
         for wait in waits { wait.wake() }

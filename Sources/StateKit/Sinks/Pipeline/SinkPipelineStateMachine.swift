@@ -20,7 +20,7 @@ import Foundation
 ///
 /// | phase                   | event                     | next        | action                                |
 /// | ----------------------- | ------------------------- | ----------- | ------------------------------------- |
-/// | any but stopped         | ``enqueue(_:)``           | same        | buffer, or (log-backed, buffer full) leave it in the log, or drop/coalesce; wake the task |
+/// | any but stopped         | ``enqueue(_:)``           | same        | buffer, or (log-backed, buffer full) leave it in the log, or drop/coalesce (noted in the books); wake the task |
 /// | idle                    | ``nextBatch(hasWaitedForInterval:)`` with a buffer | sending | ``Next/send(_:)``     |
 /// | idle                    | ``nextBatch(hasWaitedForInterval:)``, changes in the log only | idle | ``Next/readLog(from:maximumCount:)`` |
 /// | idle                    | ``nextBatch(hasWaitedForInterval:)``, nothing, draining | stopped | ``Next/finish``     |
@@ -37,6 +37,10 @@ import Foundation
 /// every change up to `v` is settled (sent, failed, dropped, coalesced), or the pipeline is
 /// stopped, or, unless it waits through pauses (``FlushWaiter/waitsThroughPause``), the sink is
 /// paused.
+///
+/// What came of the changes (counters, errors, the pause, what was settled undelivered) is not
+/// kept here but in the sink's ``SinkBooks``, in the cell's ledger: the events that settle or
+/// fail changes take them, and the pipeline calls those under the ledger's lock as well.
 struct SinkPipelineStateMachine<Value: Sendable> {
     enum Phase: Equatable {
         case idle, sending, backingOff, paused, stopped
@@ -84,7 +88,7 @@ struct SinkPipelineStateMachine<Value: Sendable> {
     }
 
     let policy: SinkPolicy
-    /// The sink's name (and a remote sink's destination), for the reasons of ``outcomes``.
+    /// The sink's name (and a remote sink's destination), for the reasons of its outcomes.
     let sinkName: String
     /// Why a full buffer drops a change, made once: a sink that overflows drops one a write.
     private let dropReason: String
@@ -99,9 +103,6 @@ struct SinkPipelineStateMachine<Value: Sendable> {
     private var spilledFrom: UInt64?
     /// The highest version handed to the pipeline or read from its log.
     private var lastVersion: UInt64
-    private var counters = SinkStatistics()
-    /// When the sink last failed, to tell which of a container's sinks failed most recently.
-    private(set) var lastFailedAt: ContinuousClock.Instant?
     private var unreportedDrops = 0
     private var isDropReported = false
     private var wakeUp: CheckedContinuation<Void, Never>?
@@ -112,31 +113,22 @@ struct SinkPipelineStateMachine<Value: Sendable> {
     /// Whether a load failed and is to be tried again: flushes that wait through failures wait for it.
     private var isLoadRetryDue = false
     private var loadWaiters: [LoadWaiter] = []
-    /// The changes settled without being delivered, for receipts.
-    private(set) var outcomes = SinkOutcomes()
     /// How many times the batch in flight has been tried.
     private var attempts = 0
-    /// For a pipeline without a log, stopped: the first version it never delivered.
-    private var undeliveredFrom: UInt64?
     /// Every version up to this one is settled or in flight; those after it and before the
     /// buffer's first change were coalesced into that change (or are not for this sink). Kept by
     /// the delivery task: a writer that coalesces records nothing.
     private var lastTaken: UInt64
-    /// Whether ``SinkStatistics/lastError`` came from a failed load, not from a send: the next
-    /// load that succeeds clears it, as a send that succeeds clears any.
-    private var isLoadError = false
 
     /// - Parameters:
     ///   - startVersion: The container's version when the pipeline starts (its log's last version).
     ///   - firstPending: For a log-backed pipeline, the first logged version still to deliver.
     init(
-        policy: SinkPolicy, sinkName: String = "", isLogBacked: Bool, startVersion: UInt64, firstPending: UInt64?,
-        outcomes: SinkOutcomes = SinkOutcomes()
+        policy: SinkPolicy, sinkName: String = "", isLogBacked: Bool, startVersion: UInt64, firstPending: UInt64?
     ) {
         self.policy = policy
         self.sinkName = sinkName
         self.dropReason = "\(policy.overflow) at sink \(sinkName): its buffer of \(policy.bufferLimit) changes was full"
-        self.outcomes = outcomes
         self.isLogBacked = isLogBacked
         self.lastVersion = startVersion
         self.spilledFrom = isLogBacked ? firstPending : nil
@@ -148,28 +140,27 @@ struct SinkPipelineStateMachine<Value: Sendable> {
         inFlight.first?.version ?? buffer.first?.version ?? spilledFrom ?? lastVersion &+ 1
     }
 
-    /// The statistics, with ``SinkStatistics/pending`` counting what waits in memory and, behind
-    /// a log, on disk up to `lastRecorded`.
-    func statistics(lastRecorded: UInt64) -> SinkStatistics {
-        var statistics = counters
+    /// The changes waiting: in memory and, behind a log, on disk up to `lastRecorded`
+    /// (``SinkStatistics/pending``).
+    func pending(lastRecorded: UInt64) -> Int {
         let spilled = spilledFrom.map { lastRecorded >= $0 ? Int(clamping: lastRecorded - $0 + 1) : 0 } ?? 0
-        statistics.pending = buffer.count + inFlight.count + spilled
-        return statistics
+        return buffer.count + inFlight.count + spilled
     }
 
     // MARK: Writer side
 
-    /// A change arrives. Returns the task to wake, the flushes it completes (none), and whether it
-    /// is the first drop of an overflow (reported at once by the caller).
+    /// A change arrives. Returns the task to wake; what a full buffer without a log did, for the
+    /// caller to note in the sink's books (``SinkBooks/overflowed(_:)``); and whether it is the
+    /// first drop of an overflow (reported at once by the caller).
     @inline(__always)
     mutating func enqueue(
         _ change: StateChange<Value>
-    ) -> (wake: CheckedContinuation<Void, Never>?, isFirstDrop: Bool) {
+    ) -> (wake: CheckedContinuation<Void, Never>?, overflow: SinkBooks.Overflow?, isFirstDrop: Bool) {
         guard phase != .stopped, change.version > lastVersion else {
-            return (nil, false)
+            return (nil, nil, false)
         }
         lastVersion = change.version
-        var isFirstDrop = false
+        var overflow: SinkBooks.Overflow?
         if spilledFrom != nil {
             // Behind newer changes already left in the log: it stays there too, to keep the order.
         } else if buffer.count >= policy.bufferLimit {
@@ -178,13 +169,12 @@ struct SinkPipelineStateMachine<Value: Sendable> {
             } else {
                 switch policy.overflow {
                 case .dropOldest:
-                    let dropped = buffer.popFirst()
+                    overflow = .dropped(version: buffer.popFirst()?.version, reason: dropReason)
                     buffer.append(change)
-                    isFirstDrop = noteDrop(dropped?.version)
                 case .dropNewest:
-                    isFirstDrop = noteDrop(change.version)
+                    overflow = .dropped(version: change.version, reason: dropReason)
                 case .coalesceToLatest:
-                    counters.coalesced += buffer.count
+                    overflow = .coalesced(count: buffer.count)
                     buffer.replaceAll(with: change)
                 }
             }
@@ -192,7 +182,8 @@ struct SinkPipelineStateMachine<Value: Sendable> {
             buffer.append(change)
         }
         checkInvariants()
-        return (takeWakeUp(), isFirstDrop)
+        let isFirstDrop = policy.overflow != .coalesceToLatest && overflow != nil && noteDrop()
+        return (takeWakeUp(), overflow, isFirstDrop)
     }
 
     /// Buffers `change`, of the value the container started with, when nothing came before it:
@@ -221,12 +212,11 @@ struct SinkPipelineStateMachine<Value: Sendable> {
     )
 
     /// Stops the pipeline now. Returns every flush waiter and how many changes were left undelivered.
-    mutating func stop(lastRecorded: UInt64) -> Stopped {
-        let left = statistics(lastRecorded: lastRecorded).pending
+    mutating func stop(lastRecorded: UInt64, books: inout SinkBooks) -> Stopped {
+        let left = pending(lastRecorded: lastRecorded)
         // Behind a log, what is left is delivered by the next launch.
-        if !isLogBacked && phase != .stopped { undeliveredFrom = firstUnsettled }
+        books.stopped(undeliveredFrom: !isLogBacked && phase != .stopped ? firstUnsettled : nil)
         phase = .stopped
-        counters.retryAt = nil
         buffer.removeAll()
         inFlight = []
         spilledFrom = nil
@@ -240,7 +230,7 @@ struct SinkPipelineStateMachine<Value: Sendable> {
     // MARK: Delivery task
 
     /// What the task does next.
-    mutating func nextBatch(hasWaitedForInterval: Bool) -> Next {
+    mutating func nextBatch(hasWaitedForInterval: Bool, books: inout SinkBooks) -> Next {
         if phase == .stopped { return .finish }
         if !buffer.isEmpty {
             if buffer.count < policy.maximumBatchSize && policy.flushInterval > .zero && !hasWaitedForInterval
@@ -250,7 +240,7 @@ struct SinkPipelineStateMachine<Value: Sendable> {
             }
             inFlight = buffer.popFirst(upTo: policy.maximumBatchSize)
             if policy.overflow == .coalesceToLatest, let first = inFlight.first?.version, first > lastTaken &+ 1 {
-                outcomes.note((lastTaken &+ 1)...(first &- 1), .coalesced)
+                books.coalesced((lastTaken &+ 1)...(first &- 1))
             }
             lastTaken = inFlight.last?.version ?? lastTaken
             attempts = 1
@@ -286,12 +276,13 @@ struct SinkPipelineStateMachine<Value: Sendable> {
         _ changes: [StateChange<Value>],
         isComplete: Bool,
         recordedBefore: UInt64,
-        recordedNow: UInt64
+        recordedNow: UInt64,
+        books: inout SinkBooks
     ) -> [FlushWaiter] {
         guard phase != .stopped, var next = spilledFrom else { return [] }
         for change in changes where change.version >= next {
             if policy.overflow == .coalesceToLatest && buffer.count >= policy.bufferLimit {
-                counters.coalesced += buffer.count
+                books.coalesced(count: buffer.count)
                 buffer.removeAll()
             }
             buffer.append(change)
@@ -311,29 +302,18 @@ struct SinkPipelineStateMachine<Value: Sendable> {
     ///   (``SupersededByRemoteValue``), so it is counted as coalesced, not sent, and its changes
     ///   are discarded for this reason.
     mutating func sendSucceeded(
-        at now: Date, supersededBecause reason: String? = nil
+        at now: Date, supersededBecause reason: String? = nil, books: inout SinkBooks
     ) -> (waiters: [FlushWaiter], wasPaused: Bool) {
         // A send that returns after the drain timeout stopped the pipeline: its batch was counted
         // as undelivered then, and nothing is left to deliver.
         guard phase != .stopped else { return ([], false) }
-        let wasPaused = counters.isPaused
         attempts = 0
-        if let reason {
-            counters.coalesced += inFlight.count
-            noteInFlight(.discarded(reason: reason))
-        } else {
-            if let first = inFlight.first?.version, let last = inFlight.last?.version {
-                outcomes.delivered(first...last)
+        let wasPaused =
+            if let reason {
+                books.superseded(inFlightVersions, count: inFlight.count, because: reason, at: now)
+            } else {
+                books.delivered(inFlightVersions, count: inFlight.count, at: now)
             }
-            counters.sent += inFlight.count
-        }
-        counters.isPaused = false
-        counters.lastError = nil
-        counters.isAwaitingFirstContact = false
-        isLoadError = false
-        counters.lastDeliveredAt = now
-        counters.retryAt = nil
-        lastFailedAt = nil
         inFlight = []
         settledInFlight()
         phase = .idle
@@ -357,20 +337,19 @@ struct SinkPipelineStateMachine<Value: Sendable> {
         retryAfter: Duration?,
         isRetryable: Bool,
         attempt: Int,
-        at now: (date: Date, instant: ContinuousClock.Instant)
+        at now: (date: Date, instant: ContinuousClock.Instant),
+        books: inout SinkBooks
     ) -> Failure {
-        counters.lastError = shortErrorMessage(error)
-        isLoadError = false
-        lastFailedAt = now.instant
+        let message = shortErrorMessage(error)
+        books.failed(message, at: now.instant)
         if !isRetryable {
-            return drop(isRefused: true, .rejected(reason: "sink \(sinkName) refused it: \(counters.lastError ?? "")"))
+            return drop(isRefused: true, .rejected(reason: "sink \(sinkName) refused it: \(message)"), books: &books)
         }
         let maximumWait = policy.retry.maximumDelay
         let failure: Failure
         if let retryAfter, retryAfter > maximumWait {
             // Honouring it would hold every flush for as long as the destination likes.
-            counters.retried += 1
-            failure = pause(wait: maximumWait)
+            failure = pause(wait: maximumWait, books: &books)
         } else if attempt >= policy.retry.maximumAttempts {
             switch policy.afterRepeatedFailures {
             case .giveUpAndReport:
@@ -378,39 +357,35 @@ struct SinkPipelineStateMachine<Value: Sendable> {
                     isRefused: false,
                     .discarded(
                         reason: "giveUpAndReport at sink \(sinkName): gave up after \(attempt) failed attempts ("
-                            + "\(counters.lastError ?? ""))"))
+                            + "\(message))"),
+                    books: &books)
             case .pauseAndKeep(let retryEvery):
-                counters.retried += 1
-                failure = pause(wait: max(retryEvery, retryAfter ?? .zero))
+                failure = pause(wait: max(retryEvery, retryAfter ?? .zero), books: &books)
             }
         } else {
-            counters.retried += 1
             phase = .backingOff
             failure = .retry(after: policy.retry.delay(beforeRetry: attempt, retryAfter: retryAfter))
         }
         switch failure {
         case .retry(let wait), .pause(_, let wait, _):
-            counters.retryAt = now.date.addingTimeInterval(wait.inSeconds)
+            books.retryDue(at: now.date.addingTimeInterval(wait.inSeconds))
         case .drop:
             break
         }
         return failure
     }
 
-    private mutating func drop(isRefused: Bool, _ fate: SinkOutcomes.Fate) -> Failure {
+    private mutating func drop(isRefused: Bool, _ fate: SinkOutcomes.Fate, books: inout SinkBooks) -> Failure {
         attempts = 0
-        noteInFlight(fate)
-        counters.failed += inFlight.count
-        counters.retryAt = nil
+        books.gaveUp(inFlightVersions, count: inFlight.count, as: fate)
         inFlight = []
         settledInFlight()
         phase = .idle
         return .drop(isRefused: isRefused, fate: fate, waiters: takeSatisfiedWaiters())
     }
 
-    private mutating func pause(wait: Duration) -> Failure {
-        let isFirst = !counters.isPaused
-        counters.isPaused = true
+    private mutating func pause(wait: Duration, books: inout SinkBooks) -> Failure {
+        let isFirst = books.paused()
         phase = .paused
         var released: [FlushWaiter] = []
         flushWaiters.removeAll { waiter in
@@ -423,22 +398,11 @@ struct SinkPipelineStateMachine<Value: Sendable> {
 
     // MARK: The destination
 
-    /// The sink has a destination that has not answered yet (a remote sink, connected to its
-    /// container): ``SinkStatistics/isAwaitingFirstContact`` until it does.
-    mutating func awaitFirstContact() {
-        counters.isAwaitingFirstContact = true
-    }
-
     /// The destination answered outside a send (a load or pull that succeeded): a first contact,
     /// and the end of an error an earlier load left. Returns the flushes that waited for a failed
     /// load's retry.
-    mutating func destinationAnswered() -> [CheckedContinuation<Void, Never>] {
-        counters.isAwaitingFirstContact = false
-        if isLoadError {
-            counters.lastError = nil
-            lastFailedAt = nil
-            isLoadError = false
-        }
+    mutating func destinationAnswered(books: inout SinkBooks) -> [CheckedContinuation<Void, Never>] {
+        books.destinationAnswered()
         isLoadRetryDue = false
         return takeLoadWaiters()
     }
@@ -459,15 +423,12 @@ struct SinkPipelineStateMachine<Value: Sendable> {
     mutating func loadFinished(
         error: (any Error)?,
         willRetry: Bool,
-        at now: ContinuousClock.Instant
+        at now: ContinuousClock.Instant,
+        books: inout SinkBooks
     ) -> [CheckedContinuation<Void, Never>] {
         loadsInFlight = max(0, loadsInFlight - 1)
-        guard let error else { return destinationAnswered() }
-        if counters.lastError == nil || isLoadError {
-            counters.lastError = shortErrorMessage(error)
-            lastFailedAt = now
-            isLoadError = true
-        }
+        guard let error else { return destinationAnswered(books: &books) }
+        books.loadFailed(shortErrorMessage(error), at: now)
         isLoadRetryDue = isLoadRetryDue || willRetry
         return takeLoadWaiters()
     }
@@ -524,12 +485,12 @@ struct SinkPipelineStateMachine<Value: Sendable> {
         return takeSatisfiedWaiters()
     }
 
-    /// What became of the change of `version` at this sink: `nil` while it is not settled (or
-    /// has not reached the pipeline yet).
-    func outcome(of version: UInt64) -> WriteOutcome? {
+    /// What became of the change of `version` at this sink, as `books` and the buffer tell:
+    /// `nil` while it is not settled (or has not reached the pipeline yet).
+    func outcome(of version: UInt64, books: SinkBooks) -> WriteOutcome? {
         var version = version
         while true {
-            let entry = outcomes.entry(of: version)
+            let entry = books.outcomes.entry(of: version)
             switch entry?.fate {
             case .discarded(let reason)?: return .discarded(reason: reason)
             case .rejected(let reason)?: return .rejected(reason: reason)
@@ -542,7 +503,7 @@ struct SinkPipelineStateMachine<Value: Sendable> {
                     version = first
                     continue
                 }
-                if let undeliveredFrom, version >= undeliveredFrom {
+                if let undeliveredFrom = books.undeliveredFrom, version >= undeliveredFrom {
                     return .discarded(
                         reason: "sink \(sinkName) stopped before delivering it: its container was released and the "
                             + "drain timeout (\(policy.drainTimeout)) passed")
@@ -567,9 +528,10 @@ struct SinkPipelineStateMachine<Value: Sendable> {
     mutating func addFlushWaiter(
         id: UInt64,
         waitsThroughPause: Bool,
+        isPaused: Bool,
         _ continuation: CheckedContinuation<Void, Never>
     ) -> Bool {
-        if phase == .stopped || (counters.isPaused && !waitsThroughPause) || firstUnsettled > lastVersion {
+        if phase == .stopped || (isPaused && !waitsThroughPause) || firstUnsettled > lastVersion {
             return false
         }
         flushWaiters.append(
@@ -596,9 +558,7 @@ struct SinkPipelineStateMachine<Value: Sendable> {
     /// Counts a drop; returns whether it is the first since the task last reported drops (the
     /// writer reports it at once; later ones are summed up by the task, so a flood of drops makes
     /// at most two diagnostics per batch).
-    private mutating func noteDrop(_ version: UInt64?) -> Bool {
-        counters.dropped += 1
-        if let version { outcomes.note(version...version, .discarded(reason: dropReason)) }
+    private mutating func noteDrop() -> Bool {
         guard isDropReported else {
             isDropReported = true
             return true
@@ -612,10 +572,10 @@ struct SinkPipelineStateMachine<Value: Sendable> {
         if buffer.isEmpty && spilledFrom == nil { lastTaken = lastVersion }
     }
 
-    /// The batch in flight meets `fate`.
-    private mutating func noteInFlight(_ fate: SinkOutcomes.Fate) {
-        guard let first = inFlight.first?.version, let last = inFlight.last?.version else { return }
-        outcomes.note(first...last, fate)
+    /// The versions of the batch in flight.
+    private var inFlightVersions: ClosedRange<UInt64>? {
+        guard let first = inFlight.first?.version, let last = inFlight.last?.version else { return nil }
+        return first...last
     }
 
     private mutating func takeSatisfiedWaiters() -> [FlushWaiter] {

@@ -4,10 +4,10 @@ import Foundation
 /// from the sinks' pipelines (and, for an earlier launch, from their outbox logs), and the
 /// receipts waiting for an outcome.
 ///
-/// The book keeps no outcome of its own: a pipeline settles its changes in version order and
-/// remembers those it did not deliver (``SinkOutcomes``), so the outcome of a version is read
-/// from the pipelines whenever it is asked, and a waiting receipt is checked again whenever a
-/// pipeline's statistics change.
+/// The book keeps no outcome of its own: a pipeline settles its changes in version order, and the
+/// sink's books in the ledger remember those it did not deliver (``SinkBooks/outcomes``), so the
+/// outcome of a version is read through the pipelines whenever it is asked, and a waiting receipt
+/// is checked again whenever a pipeline's books or buffer change.
 final class ReceiptBook<Value: Sendable>: ReceiptSource, @unchecked Sendable {
     private struct Waiter {
         var id: UInt64

@@ -6,7 +6,43 @@ import Testing
 /// What a sink's pipeline remembers of the changes it settled without delivering them: exact
 /// outcomes, and bounded memory when it coalesces without end.
 @Suite struct SinkOutcomesTests {
-    private typealias Machine = SinkPipelineStateMachine<Int>
+    /// A pipeline's state machine with its sink's books, driven as the pipeline drives them.
+    private struct Machine {
+        var machine: SinkPipelineStateMachine<Int>
+        var books = SinkBooks(sinkName: "s")
+
+        init(policy: SinkPolicy, isLogBacked: Bool, startVersion: UInt64, firstPending: UInt64?) {
+            machine = SinkPipelineStateMachine(
+                policy: policy, isLogBacked: isLogBacked, startVersion: startVersion, firstPending: firstPending)
+        }
+
+        var outcomes: SinkOutcomes { books.outcomes }
+
+        mutating func enqueue(_ change: StateChange<Int>) {
+            if let overflow = machine.enqueue(change).overflow { books.overflowed(overflow) }
+        }
+
+        mutating func nextBatch(hasWaitedForInterval: Bool) -> SinkPipelineStateMachine<Int>.Next {
+            machine.nextBatch(hasWaitedForInterval: hasWaitedForInterval, books: &books)
+        }
+
+        mutating func sendSucceeded(at now: Date) {
+            _ = machine.sendSucceeded(at: now, books: &books)
+        }
+
+        mutating func sendFailed(_ error: any Error, attempt: Int) {
+            _ = machine.sendFailed(
+                error, retryAfter: nil, isRetryable: true, attempt: attempt, at: (Date(), .now), books: &books)
+        }
+
+        mutating func skip(_ version: UInt64) {
+            _ = machine.skip(version)
+        }
+
+        func outcome(of version: UInt64) -> WriteOutcome? {
+            machine.outcome(of: version, books: books)
+        }
+    }
 
     /// A remote sink's policy, one change a batch, a buffer of one: 4,000 changes, each batch
     /// taken while two more arrive (one coalesced into the other). Every change is delivered
@@ -27,16 +63,16 @@ import Testing
         var version: UInt64 = 0
         for _ in 0..<2_000 {
             version += 1
-            _ = machine.enqueue(Self.change(version))
+            machine.enqueue(Self.change(version))
             version += 1
-            _ = machine.enqueue(Self.change(version))
+            machine.enqueue(Self.change(version))
             guard case .send(let batch) = machine.nextBatch(hasWaitedForInterval: true) else {
                 Issue.record("no batch at version \(version)")
                 return
             }
             #expect(batch.map(\.version) == [version])
             #expect(machine.outcome(of: version - 1) == nil, "coalesced into the batch in flight")
-            _ = machine.sendSucceeded(at: Date())
+            machine.sendSucceeded(at: Date())
             #expect(machine.outcome(of: version - 1) == .delivered)
         }
         #expect(machine.outcomes.entries.isEmpty)
@@ -49,7 +85,7 @@ import Testing
         policy.retry = RetryPolicy(maximumAttempts: 1)
         policy.afterRepeatedFailures = .giveUpAndReport
         var machine = Machine(policy: policy, isLogBacked: false, startVersion: 0, firstPending: nil)
-        for version in UInt64(1)...5 { _ = machine.enqueue(Self.change(version)) }
+        for version in UInt64(1)...5 { machine.enqueue(Self.change(version)) }
         #expect(machine.outcome(of: 2) == nil)
         guard case .send(let batch) = machine.nextBatch(hasWaitedForInterval: true) else {
             Issue.record("no batch")
@@ -57,7 +93,7 @@ import Testing
         }
         #expect(batch.map(\.version) == [5])
         struct Down: Error {}
-        _ = machine.sendFailed(Down(), retryAfter: nil, isRetryable: true, attempt: 1, at: (Date(), .now))
+        machine.sendFailed(Down(), attempt: 1)
         for version in UInt64(1)...5 {
             guard case .discarded(let reason)? = machine.outcome(of: version) else {
                 Issue.record("version \(version): \(String(describing: machine.outcome(of: version)))")
@@ -65,7 +101,7 @@ import Testing
             }
             #expect(reason.contains("giveUpAndReport"))
         }
-        _ = machine.enqueue(Self.change(6))
+        machine.enqueue(Self.change(6))
         #expect(machine.outcome(of: 6) == nil)
     }
 
@@ -73,14 +109,14 @@ import Testing
     /// stays so when a later change is buffered and coalesced.
     @Test func aSkippedChangeStaysSettled() {
         var machine = Machine(policy: .latestValue, isLogBacked: false, startVersion: 0, firstPending: nil)
-        _ = machine.skip(1)
+        machine.skip(1)
         #expect(machine.outcome(of: 1) == .delivered)
-        _ = machine.enqueue(Self.change(2))
-        _ = machine.enqueue(Self.change(3))
+        machine.enqueue(Self.change(2))
+        machine.enqueue(Self.change(3))
         #expect(machine.outcome(of: 1) == .delivered)
         #expect(machine.outcome(of: 2) == nil)
         _ = machine.nextBatch(hasWaitedForInterval: true)
-        _ = machine.sendSucceeded(at: Date())
+        machine.sendSucceeded(at: Date())
         #expect((1...3).allSatisfy { machine.outcome(of: $0) == .delivered })
     }
 
