@@ -21,7 +21,7 @@ extension MonitoredState where Value: Sendable {
                     InspectionDetails(
                         storageLocation: persistence == nil ? nil : storage.map { "\(type(of: $0)) \($0.location)" },
                         isPersisting: persistence?.isPersisting ?? false,
-                        loadError: persistence?.status.loadError,
+                        loadError: persistence?.loadError,
                         saveError: persistence?.saveError,
                         syncStatus: pipelines.first.map { SyncStatusMonitor.status(of: pipelines, in: $0.ledger) })
                 }

@@ -17,7 +17,8 @@ import Foundation
 ///   failed save with its error, kept until a save
 ///   succeeds (an encode failure is not retried: encoding again would fail again), or saving
 ///   stopped for good (``SavingStopped``). ``saveError`` is the one copy of the save error: a
-///   container's `saveError` and a synced container's status read it here;
+///   container's `saveError` and a synced container's status read it here; and why what storage
+///   holds could not be used (``loadError``, a container's `loadError`);
 /// - **each remote destination**: its ``SyncRecord`` (base, validator, unsent changes) as the
 ///   ledger knows it now, the version its last agreement was made at, and the record that storage
 ///   holds for it;
@@ -44,6 +45,7 @@ import Foundation
 /// | ``storageHolds(fingerprint:)``      | storage holds those bytes (read, or written) | none                              |
 /// | ``writeFailed(fingerprint:)``       | storage may hold those bytes          | none                                     |
 /// | ``storageSeen(at:)``                | the shared key's generation and stamp known | read the file, if either moved     |
+/// | ``storageRead(error:)``             | why what storage holds cannot be used, or that it can | tell the load error's observers, if it changed |
 /// | ``saveWanted()``                    | a save is scheduled                   | schedule one, unless one is (a burst of changes costs one save) or the cell saves nothing |
 /// | ``scheduledSaveStarts()``           | no save is scheduled                  | none                                     |
 /// | ``syncWanted()``                    | forcing a shared key's file to disk is scheduled | schedule it, unless it is (a burst of writes costs one `fsync`) |
@@ -100,6 +102,9 @@ struct CellLedger {
     private var outsideVersion: UInt64?
     /// The failed save, until a save succeeds.
     private(set) var failure: SaveFailure?
+    /// Why what storage holds could not be used, as the last read found: unreadable, or bytes
+    /// that do not decode (at launch, or written outside later); `nil` once a value is read.
+    private(set) var loadError: (any Error)?
     /// Whether the cell saves nothing any more: its last container is gone, or its stored data
     /// could be neither read nor moved aside (then with ``SavingStopped``, its save error).
     private var isStopped = false
@@ -435,6 +440,13 @@ struct CellLedger {
     /// How long to wait before retrying after failed saves: 0.1 s, doubling, at most 30 s.
     var retryDelay: Double {
         min(30, 0.1 * pow(2, Double(min(max(failedSaves, 1) - 1, 9))))
+    }
+
+    /// Storage was read: `error` says why its value could not be used, `nil` that it could.
+    /// Returns whether the load error changed (its observers are told).
+    mutating func storageRead(error: (any Error)?) -> Bool {
+        defer { loadError = error }
+        return loadError != nil || error != nil
     }
 
     /// The error a container reports as its save error: why saving stopped, or the failed save.

@@ -115,7 +115,7 @@ open class PersistedState<Value: Codable & Sendable>: MonitoredState<Value> {
     /// the bytes were moved or copied aside and a diagnostic names where. It is observable, and
     /// becomes `nil` once a stored value is read again.
     public var loadError: (any Error)? {
-        persistence?.status.loadError
+        persistence?.loadError
     }
 
     /// Why the newest value is not in storage, or `nil`: the last save failed (a full disk, a

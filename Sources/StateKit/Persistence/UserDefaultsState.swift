@@ -96,7 +96,7 @@ open class UserDefaultsState<Value>: MonitoredState<Value> {
     /// Why the stored object could not be read as `Value`, or `nil`; see
     /// ``PersistedState/loadError``. Observable.
     public var loadError: (any Error)? {
-        persistence?.status.loadError
+        persistence?.loadError
     }
 
     /// Why the newest value is not stored, or `nil`; see ``PersistedState/saveError``. Observable.

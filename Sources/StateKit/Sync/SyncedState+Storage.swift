@@ -67,7 +67,7 @@ extension SyncedState where Value: Codable {
 
     /// Why the stored value could not be used, or `nil`; see ``PersistedState/loadError``.
     public var loadError: (any Error)? {
-        persistence?.status.loadError
+        persistence?.loadError
     }
 
     /// Why the newest value is not in storage, or `nil`; see ``PersistedState/saveError``.

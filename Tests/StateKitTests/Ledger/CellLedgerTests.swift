@@ -123,6 +123,20 @@ import Testing
         #expect(afterSuccess, "a failure after a success is new")
     }
 
+    /// The ledger is the one copy of the load error too: a read says whether it changed it (its
+    /// observers are told only then).
+    @Test func theLoadErrorIsTheLedgersOwnAndAReadSaysWhenItChangedIt() {
+        var ledger = CellLedger(savesValue: true)
+        let goodRead = ledger.storageRead(error: nil)
+        #expect(!goodRead && ledger.loadError == nil)
+        let badBytes = ledger.storageRead(error: CocoaError(.fileReadCorruptFile))
+        #expect(badBytes && ledger.loadError != nil)
+        let badAgain = ledger.storageRead(error: CocoaError(.fileReadCorruptFile))
+        #expect(badAgain, "a new failure is told, as each read that finds one was")
+        let readAgain = ledger.storageRead(error: nil)
+        #expect(readAgain && ledger.loadError == nil)
+    }
+
     /// The ledger is the one copy of the save error: a success says whether it cleared one (its
     /// observers are told only then), and saving stopped for good keeps its reason over any save.
     @Test func theSaveErrorIsTheLedgersOwnAndASuccessSaysWhenItClearedIt() {

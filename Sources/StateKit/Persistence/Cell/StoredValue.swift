@@ -125,6 +125,11 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
         status.saveError { lock.withLock { ledger.saveError } }
     }
 
+    /// Why the stored value could not be used (the ledger's, observed as ``saveError`` is).
+    var loadError: (any Error)? {
+        status.loadError { lock.withLock { ledger.loadError } }
+    }
+
     /// Loads the stored value (once), moving it from an earlier key first, and starts watching
     /// the storage.
     ///
@@ -449,11 +454,11 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
             diagnostic: isNew ? StoredValueRecovery.failure("saving", key: key, in: codec.location, error: error) : nil)
     }
 
-    /// Publishes an outcome (the load error, the save error's observers, a diagnostic) after the
-    /// locks are released: each runs user code (Observation's `onChange`, the diagnostics
-    /// handler). An outcome published late does no harm: the save error is read from the ledger.
+    /// Publishes an outcome (the load and save errors' observers, a diagnostic) after the locks
+    /// are released: each runs user code (Observation's `onChange`, the diagnostics handler). An
+    /// outcome published late does no harm: the errors are read from the ledger.
     private func publish(_ outcome: Outcome) {
-        if let loadError = outcome.loadError { status.loadError = loadError }
+        if outcome.isLoadErrorChanged { status.loadErrorChanged() }
         if outcome.isSaveErrorChanged { status.saveErrorChanged() }
         if let diagnostic = outcome.diagnostic { StateDiagnostics.report(diagnostic) }
     }
@@ -575,15 +580,18 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
             Self.advanceGenerations(keyLocks)
             let asideKey = try codec.moveAside()
             return Outcome(
-                loadError: .some(error),
+                isLoadErrorChanged: lock.withLock { ledger.storageRead(error: error) },
                 diagnostic: StateDiagnostic(
                     kind: kind, keys: [key],
                     message: "\(problem); started from the default value and kept the stored value as '\(asideKey)'",
                     error: error))
         } catch let moveError {
-            lock.withLock { ledger.stopSaving(SavingStopped(key: key, location: codec.location, reason: moveError)) }
+            let isLoadErrorChanged = lock.withLock {
+                ledger.stopSaving(SavingStopped(key: key, location: codec.location, reason: moveError))
+                return ledger.storageRead(error: error)
+            }
             return Outcome(
-                loadError: .some(error),
+                isLoadErrorChanged: isLoadErrorChanged,
                 isSaveErrorChanged: true,
                 diagnostic: StateDiagnostic(
                     kind: kind, keys: [key],
@@ -652,8 +660,8 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
         } else {
             newValue = defaultValue
         }
-        outcome.loadError = .some(nil)
         return lock.withLock {
+            outcome.isLoadErrorChanged = ledger.storageRead(error: nil)
             ledger.storageHolds(fingerprint: fingerprint)
             return (newValue, ledger.storeGeneration)
         }
@@ -700,19 +708,19 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
             kept = "could not keep a copy aside: \(copyError)"
         }
         return Outcome(
-            loadError: .some(error),
+            isLoadErrorChanged: lock.withLock { ledger.storageRead(error: error) },
             diagnostic: StateDiagnostic(
                 kind: .decodingFailed, keys: [key],
                 message: "\(problem); the value stays as it was, and \(kept)", error: error))
     }
 }
 
-/// What a load, save or check found, published (load error set, save error's observers told,
+/// What a load, save or check found, published (the load and save errors' observers told,
 /// diagnostic reported) after the locks are released: each runs user code (Observation's
-/// `onChange`, the diagnostics handler).
+/// `onChange`, the diagnostics handler). The errors themselves are the ledger's, noted when found.
 private struct Outcome {
-    /// `.some(nil)` clears the error; `nil` leaves it.
-    var loadError: (any Error)??
+    /// Whether the ledger's load error changed.
+    var isLoadErrorChanged = false
     /// Whether the ledger's save error changed.
     var isSaveErrorChanged = false
     var diagnostic: StateDiagnostic?
