@@ -3,20 +3,22 @@ import StateKit
 import StateKitHTTP
 
 /// `sync-shared-count`: adds 1 `count` times to an Int persisted in `directory`, shared across
-/// processes, and synced to `url`; every conflict the server reports is printed to standard error.
+/// processes, and synced to `url`; every conflict the server reports is printed to standard error
+/// (and merged, or, with `serverWins`, resolved for the server's value).
 /// Returns the container, which the caller keeps until it is killed: while it lives, this process
 /// may be the key's sender, which sends the other processes' changes too. It counts once the file
 /// `go` exists in `directory`.
 func countShared(
-    directory: URL, key: String, url: URL, count: Int, authorization: String?, go: String = "go"
+    directory: URL, key: String, url: URL, count: Int, authorization: String?, go: String = "go",
+    serverWins: Bool = false
 ) async -> SyncedState<Int> {
+    let merge = SyncConflictPolicy<Int>.merge { base, local, remote in
+        FileHandle.standardError.write(
+            Data("conflict base \(base.map(String.init) ?? "-") local \(local) remote \(remote)\n".utf8))
+        return max(local, remote)
+    }
     let sink = HTTPSyncSink<Int>(
-        endpoint: url, timeout: .seconds(10),
-        conflictPolicy: .merge { base, local, remote in
-            FileHandle.standardError.write(
-                Data("conflict base \(base.map(String.init) ?? "-") local \(local) remote \(remote)\n".utf8))
-            return max(local, remote)
-        }
+        endpoint: url, timeout: .seconds(10), conflictPolicy: serverWins ? .serverWins : merge
     ) { request in
         if let authorization { request.setValue(authorization, forHTTPHeaderField: "Authorization") }
     }

@@ -67,9 +67,9 @@ import StateKitHTTP
 //     an Int container synced to <url> through a DurableOutbox at <outbox>, persisted in file
 //     storage at <directory> when given: waits for its load at start, prints "counting from
 //     <value>", then adds 1 every millisecond until killed (see OutboxRelaunchTests).
-//   statekit-sinks-helper sync-shared-count <directory> <key> <url> <count> <authorization>
+//   statekit-sinks-helper sync-shared-count <directory> <key> <url> <count> <authorization> [server-wins]
 //     an Int container persisted in <directory> shared across processes, synced to <url> with a
-//     merge policy that prints "conflict …" to standard error: loads, prints "ready <value>", waits
+//     merge policy (or .serverWins) that prints "conflict …" to standard error: loads, prints "ready <value>", waits
 //     for a file "go" in <directory>, adds 1 <count> times (a millisecond apart), and waits to be
 //     killed (the key's sender must stay to send the others' changes; see RemoteSenderLockTests).
 //   statekit-sinks-helper sync-shared-relay <directory> <key> <url> <count> <authorization> <name>
@@ -364,10 +364,11 @@ case "memory-churn":
     MemoryChurn.run(
         key: key, totals: totals, bound: arguments.count > 5 ? Int(arguments[5]) ?? 0 : 0,
         sink: arguments.count > 6 ? MemoryChurn.Sink(rawValue: arguments[6]) ?? .healthy : .healthy)
-case "sync-shared-count" where arguments.count == 7:
+case "sync-shared-count" where arguments.count == 7 || arguments.count == 8:
     let state = await countShared(
         directory: log, key: key, url: URL(string: arguments[4])!, count: Int(arguments[5]) ?? 0,
-        authorization: arguments[6] == "-" ? nil : arguments[6])
+        authorization: arguments[6] == "-" ? nil : arguments[6],
+        serverWins: arguments.count == 8 && arguments[7] == "server-wins")
     withExtendedLifetime(state) { waitToBeKilled() }
 case "sync-shared-relay" where arguments.count == 8:
     await relayShared(

@@ -166,6 +166,10 @@ struct CellLedger {
     private var sinkBooks: [SinkBooks] = []
     /// Slots of pipelines that are gone, to use again.
     private var freeBookSlots: [Int] = []
+    /// For a key shared across processes, the journal entry each recent version of the cell
+    /// stands for (``journaled(_:sequence:)``), oldest first: what ties this process's versions to
+    /// another's, whose receipts the key's sender answers (``SharedOutcomes``).
+    private var journalSequences: [(version: UInt64, sequence: UInt64)] = []
 
     init(savesValue: Bool) {
         self.savesValue = savesValue
@@ -452,6 +456,42 @@ struct CellLedger {
     /// The error a container reports as its save error: why saving stopped, or the failed save.
     var saveError: (any Error)? {
         stopReason ?? failure?.error
+    }
+
+    // MARK: Across processes
+
+    /// How many versions ``journalSequences`` keeps, at least: more than any receipt waits for.
+    static var journalSequencesKept: Int { 4_096 }
+
+    /// The cell's value of `version` is the shared key's file as of its journal's entry
+    /// `sequence` (a write of this process saved through the key's gate, another's read from the
+    /// journal, or the file read in as it stood then).
+    mutating func journaled(_ version: UInt64, sequence: UInt64) {
+        if let last = journalSequences.last, last.version >= version {
+            if last.version == version { journalSequences[journalSequences.count - 1].sequence = sequence }
+            return
+        }
+        journalSequences.append((version, sequence))
+        if journalSequences.count >= 2 * Self.journalSequencesKept {
+            journalSequences.removeFirst(Self.journalSequencesKept)
+        }
+    }
+
+    /// The journal entry the cell's value of `version` stands for, if the ledger still knows it.
+    func journalSequence(of version: UInt64) -> UInt64? {
+        var low = 0
+        var high = journalSequences.count
+        while low < high {
+            let middle = (low + high) / 2
+            if journalSequences[middle].version < version { low = middle + 1 } else { high = middle }
+        }
+        guard low < journalSequences.count, journalSequences[low].version == version else { return nil }
+        return journalSequences[low].sequence
+    }
+
+    /// The versions journaled at entries after `sequence`, oldest first, with their entries.
+    func journaled(after sequence: UInt64) -> [(version: UInt64, sequence: UInt64)] {
+        Array(journalSequences.drop { $0.sequence <= sequence })
     }
 
     // MARK: Sinks

@@ -121,7 +121,7 @@ open class SyncedState<Value: Sendable>: MonitoredState<Value> {
         self.pipelines = pipelines
         self.ledger = ledger
         self.persistence = persistence
-        self.receipts = ReceiptBook(pipelines: pipelines, persistence: persistence)
+        self.receipts = ReceiptBook(pipelines: pipelines, persistence: persistence, remotes: remotes)
         var recordNames = Self.recordNames(of: sinks)
         for index in recordNames.indices where joined[index] != nil { recordNames[index] = nil }
         let records: SyncRecordStore?

@@ -111,7 +111,12 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
     /// Starts reading the key's journal at its end: the changes before are in what the cell loaded.
     func startReadingJournal() {
         keyLock.lock()
-        position = journal.end(holding: keyLock)
+        let end = journal.end(holding: keyLock)
+        position = end
+        if let value {
+            let version = value.cell.lock.withLock { value.cell.storedVersion }
+            value.withLedger { $0.journaled(version, sequence: end.lastSequence) }
+        }
         keyLock.unlock()
     }
 
@@ -237,7 +242,8 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
             cell.storedVersion &+= 1
             return (replaced, cell.storedVersion)
         }
-        noteSaved(version, of: value)
+        // The file's value includes every entry of the journal so far.
+        noteSaved(version, of: value, atEntry: keyLock.journalEnd.lastSequence)
         broughtIn = (broughtIn?.replaced ?? replaced, version)
     }
 
@@ -277,16 +283,18 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
             let replaced = cell.storedValue
             cell.storedValue = newValue
             cell.storedVersion &+= 1
-            noteSaved(cell.storedVersion, of: value)
+            noteSaved(cell.storedVersion, of: value, atEntry: entry.sequence)
             cell.publishAndUnlock(oldValue: cell.wantsChangeRecords ? replaced : nil, origin: .external)
         }
     }
 
     /// Appends `data`, just stored, to the key's journal; this process has read everything before.
-    private func appendToJournal(_ data: Data) {
+    /// Returns the entry's sequence number, `nil` if the append failed.
+    private func appendToJournal(_ data: Data) -> UInt64? {
         // A failure costs other processes the change's own delivery: they take the file's value.
-        guard let end = try? journal.append(data, holding: keyLock) else { return }
+        guard let end = try? journal.append(data, holding: keyLock) else { return nil }
         if position != nil { position = end }
+        return end.lastSequence
     }
 
     /// The cell's write observer: saves the change about to be delivered and lets the key go.
@@ -295,7 +303,9 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
         guard holder.load(ordering: .relaxed) == currentThreadID(), !isCatchingUp else { return }
         broughtIn = nil
         if isHeldForTransaction { return stage(change) }
-        if let value, save(change.newValue) { noteSaved(change.version, of: value) }
+        if let value, case .saved(let entry) = save(change.newValue) {
+            noteSaved(change.version, of: value, atEntry: entry)
+        }
         leave()
     }
 
@@ -365,24 +375,33 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
         keyLock.unlock()
     }
 
-    /// Writes `newValue` to the key's file unless it holds it already; returns whether it does now.
-    private func save(_ newValue: Value) -> Bool {
-        guard let value, value.isPersisting else { return false }
+    /// What a save through the gate did.
+    private enum Save {
+        /// The file holds the value now: written, and appended to the journal as `entry` (`nil`
+        /// when the file held it already, or the append failed).
+        case saved(entry: UInt64?)
+        case failed
+    }
+
+    /// Writes `newValue` to the key's file unless it holds it already.
+    private func save(_ newValue: Value) -> Save {
+        guard let value, value.isPersisting else { return .failed }
         do {
             guard let representation = try value.codec.encode(newValue), let data = representation.payload as? Data
-            else { return false }
+            else { return .failed }
             return save(representation: representation, data: data)
         } catch {
             noteFailed(error, of: value)
-            return false
+            return .failed
         }
     }
 
-    /// Storage holds the cell's value of `version`: the value's ledger notes it now; a save error
-    /// that clears is published after every lock is let go (its observers are user code, which
-    /// may write to the container).
-    private func noteSaved(_ version: UInt64, of value: StoredValue<Value>) {
-        guard let publish = value.noteSaved(version: version) else { return }
+    /// Storage holds the cell's value of `version`: the value's ledger notes it now, with the
+    /// journal's entry `sequence` it stands for, if known (a write whose append failed stands for
+    /// none); a save error that clears is published after every lock is let go (its observers are
+    /// user code, which may write to the container).
+    private func noteSaved(_ version: UInt64, of value: StoredValue<Value>, atEntry sequence: UInt64? = nil) {
+        guard let publish = value.noteSaved(version: version, journalSequence: sequence) else { return }
         reports.withLock { $0.append(publish) }
     }
 
@@ -393,23 +412,23 @@ final class SharedWriteGate<Value>: WriteGate, @unchecked Sendable {
         reports.withLock { $0.append(publish) }
     }
 
-    /// Writes `data`, encoded as `representation`, to the key's file unless it holds it already;
-    /// returns whether it does now.
-    private func save(representation: StoredRepresentation, data: Data) -> Bool {
-        guard let value else { return false }
+    /// Writes `data`, encoded as `representation`, to the key's file unless it holds it already.
+    private func save(representation: StoredRepresentation, data: Data) -> Save {
+        guard let value else { return .failed }
         do {
+            var entry: UInt64?
             if !value.storageHolds(fingerprint: representation.fingerprint) {
                 let generation = keyLock.advanceGeneration()
                 try value.storeLocked(representation) { try storage.replace(data, fileName: fileName) }
-                appendToJournal(data)
+                entry = appendToJournal(data)
                 value.storageSeen(at: (generation, FileStamp(path: path)))
                 scheduleSync(of: value)
             }
-            return true
+            return .saved(entry: entry)
         } catch {
             // The cell's own save retries it (taking the key lock).
             noteFailed(error, of: value)
-            return false
+            return .failed
         }
     }
 
@@ -464,7 +483,9 @@ extension SharedWriteGate: SharedTransactionParticipant {
     func saveStaged() {
         guard let staged, let value else { return }
         self.staged = nil
-        if save(representation: staged.representation, data: staged.data) { noteSaved(staged.version, of: value) }
+        if case .saved(let entry) = save(representation: staged.representation, data: staged.data) {
+            noteSaved(staged.version, of: value, atEntry: entry)
+        }
     }
 
     func stagedWriteSucceeded() {
@@ -472,9 +493,9 @@ extension SharedWriteGate: SharedTransactionParticipant {
         self.staged = nil
         // The record wrote the file; this keeps the bookkeeping of a save.
         try? value.storeLocked(staged.representation) {}
-        appendToJournal(staged.data)
+        let entry = appendToJournal(staged.data)
         value.storageSeen(at: (keyLock.generation, FileStamp(path: path)))
-        noteSaved(staged.version, of: value)
+        noteSaved(staged.version, of: value, atEntry: entry)
     }
 
     func stagedWriteFailed(_ error: any Error) {

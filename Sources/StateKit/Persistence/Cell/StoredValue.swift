@@ -427,8 +427,12 @@ final class StoredValue<Value>: LiveStoredValue, @unchecked Sendable {
 
     /// Storage holds the cell's value of `version`: the outcome tells the save error's observers
     /// if that cleared it.
-    private func savedOutcome(_ version: UInt64) -> Outcome {
-        Outcome(isSaveErrorChanged: lock.withLock { ledger.saveSucceeded(version: version) })
+    private func savedOutcome(_ version: UInt64, journalSequence: UInt64? = nil) -> Outcome {
+        Outcome(
+            isSaveErrorChanged: lock.withLock {
+                if let journalSequence { ledger.journaled(version, sequence: journalSequence) }
+                return ledger.saveSucceeded(version: version)
+            })
     }
 
     /// Stores `records`, or what the ledger says to store now when `nil`, in the record store;
@@ -867,11 +871,12 @@ extension StoredValue {
         noteStored(fingerprint: representation?.fingerprint)
     }
 
-    /// Storage holds the cell's value at `version`: the save after the change has nothing to do.
-    /// Takes the value's own lock, which may be taken under the cell's. Returns what to publish
-    /// once no lock is held, when that cleared the save error.
-    func noteSaved(version: UInt64) -> (() -> Void)? {
-        let outcome = savedOutcome(version)
+    /// Storage holds the cell's value at `version`, the key's file as of its journal's entry
+    /// `journalSequence`, if known: the save after the change has nothing to do. Takes the value's own lock,
+    /// which may be taken under the cell's. Returns what to publish once no lock is held, when
+    /// that cleared the save error.
+    func noteSaved(version: UInt64, journalSequence: UInt64?) -> (() -> Void)? {
+        let outcome = savedOutcome(version, journalSequence: journalSequence)
         return outcome.isSaveErrorChanged ? { self.publish(outcome) } : nil
     }
 

@@ -7,7 +7,10 @@ import Foundation
 /// The book keeps no outcome of its own: a pipeline settles its changes in version order, and the
 /// sink's books in the ledger remember those it did not deliver (``SinkBooks/outcomes``), so the
 /// outcome of a version is read through the pipelines whenever it is asked, and a waiting receipt
-/// is checked again whenever a pipeline's books or buffer change.
+/// is checked again whenever a pipeline's books or buffer change. A change handed to another
+/// process's sender (a key shared across processes) is answered by what that sender published
+/// (``CellRemotes/senderOutcome(of:at:)``), read again every ``senderPollInterval`` while a
+/// receipt waits.
 final class ReceiptBook<Value: Sendable>: ReceiptSource, @unchecked Sendable {
     private struct Waiter {
         var id: UInt64
@@ -16,6 +19,9 @@ final class ReceiptBook<Value: Sendable>: ReceiptSource, @unchecked Sendable {
     }
 
     private let pipelines: [SinkPipeline<Value>]
+    /// The cell's shared remote channels, when another process may send them
+    /// (``CellRemotes/senderOutcome(of:at:)``).
+    private let remotes: CellRemotes<Value>?
     /// The first version every pipeline was handed: the container's version when it started, plus
     /// one. Set by ``start(firstVersion:loggedThrough:)``, before the container is used.
     private var firstVersion: UInt64 = 1
@@ -30,9 +36,13 @@ final class ReceiptBook<Value: Sendable>: ReceiptSource, @unchecked Sendable {
     /// containers share may hold it only weakly.
     private var observer: StatisticsObserver?
 
-    init(pipelines: [SinkPipeline<Value>], persistence: StoredValue<Value>?) {
+    /// Whether a poll of what another process's sender published is scheduled.
+    private var isPolling = false
+
+    init(pipelines: [SinkPipeline<Value>], persistence: StoredValue<Value>?, remotes: CellRemotes<Value>?) {
         self.pipelines = pipelines
         self.persistence = persistence
+        self.remotes = remotes?.isAcrossProcesses == true ? remotes : nil
     }
 
     /// Where the container's versions start; called by its initializer.
@@ -60,22 +70,12 @@ final class ReceiptBook<Value: Sendable>: ReceiptSource, @unchecked Sendable {
             guard asked.contains(true) else { continue }
             let found = pipeline.outcomes(of: versions)
             for index in versions.indices where asked[index] {
-                combined[index] = Self.combine(combined[index], found[index])
+                // A change handed to another process's sender: what that sender published.
+                let outcome = found[index] ?? remotes?.senderOutcome(of: versions[index], at: pipeline)
+                combined[index] = WriteOutcome.combining(combined[index], outcome)
             }
         }
         return combined
-    }
-
-    /// A sink's refusal outweighs a policy's discard, which outweighs a delivery; an unsettled
-    /// sink leaves the write unsettled.
-    private static func combine(_ sofar: WriteOutcome?, _ sink: WriteOutcome?) -> WriteOutcome? {
-        guard let sofar, let sink else { return nil }
-        switch (sofar, sink) {
-        case (.rejected, _): return sofar
-        case (_, .rejected): return sink
-        case (.discarded, _): return sofar
-        default: return sink
-        }
     }
 
     // MARK: Waiting
@@ -102,6 +102,7 @@ final class ReceiptBook<Value: Sendable>: ReceiptSource, @unchecked Sendable {
                 guard isAdded else { return continuation.resume(returning: nil) }
                 // Settled between the first look and the registration: no change would tell.
                 settle()
+                pollSenderWhileWaiting()
             }
         } onCancel: {
             let waiter = lock.withLock {
@@ -123,6 +124,27 @@ final class ReceiptBook<Value: Sendable>: ReceiptSource, @unchecked Sendable {
         guard let observer else { return }
         for pipeline in pipelines { pipeline.observeStatistics(observer) }
     }
+
+    /// Another process's sender tells no change here: while receipts wait, what it published is
+    /// read again every ``senderPollInterval``.
+    private func pollSenderWhileWaiting() {
+        guard remotes != nil else { return }
+        let starts = lock.withLock {
+            guard !isPolling, !waiters.isEmpty else { return false }
+            isPolling = true
+            return true
+        }
+        guard starts else { return }
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + Self.senderPollInterval) { [weak self] in
+            guard let self else { return }
+            self.lock.withLock { self.isPolling = false }
+            self.settle()
+            self.pollSenderWhileWaiting()
+        }
+    }
+
+    /// How often a receipt waiting for another process's sender reads what it published.
+    static var senderPollInterval: Double { 0.1 }
 
     /// Resumes the waiters whose versions have an outcome now.
     private func settle() {

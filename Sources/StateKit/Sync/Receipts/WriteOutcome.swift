@@ -21,6 +21,19 @@ public enum WriteOutcome: Sendable, Hashable, CustomStringConvertible {
     /// A sink refused it for good (or the container's validator did); `reason` says who and why.
     case rejected(reason: String)
 
+    /// The outcome of a write at all its sinks, so far `sofar`, with one more sink's: a refusal
+    /// outweighs a policy's discard, which outweighs a delivery; an unsettled sink (`nil`) leaves
+    /// the write unsettled.
+    static func combining(_ sofar: WriteOutcome?, _ sink: WriteOutcome?) -> WriteOutcome? {
+        guard let sofar, let sink else { return nil }
+        switch (sofar, sink) {
+        case (.rejected, _): return sofar
+        case (_, .rejected): return sink
+        case (.discarded, _): return sofar
+        default: return sink
+        }
+    }
+
     /// `delivered`, or the outcome with its reason.
     public var description: String {
         switch self {

@@ -23,6 +23,11 @@ import Foundation
 /// sender stored, off the writer's thread, and holds its hand-offs back until then: its sink then
 /// sends conditionally on the newest agreement, not on what it knew when it last sent.
 ///
+/// The sender publishes what its destinations did with the key's journal entries
+/// (``SharedOutcomes``), each time they settle more; a process that handed a change to another
+/// process's sender answers that change's receipt from what the sender published
+/// (``senderOutcome(of:at:)``).
+///
 /// `creation` serialises the containers' setup (held across a synced container's init, never
 /// while a cell's lock is held); `lock` guards the rest, and is never held while calling out.
 ///
@@ -70,7 +75,22 @@ final class CellRemotes<Value: Sendable>: @unchecked Sendable {
     /// Whether this process tries the sender lock every ``senderPollInterval`` (see
     /// ``waitForSender()``).
     private var isWaitingForSender = false
-    /// What a change's hand-off does, for ``handOn(_:)``.
+    /// The newest version this process handed to another process's sender, whose published
+    /// outcomes answer for it. A lock of its own: receipts read it while a takeover's hand-offs
+    /// run under `sendingLock`.
+    private let handedOffThrough = LockedBox<UInt64>(0)
+    /// Where the sender publishes its outcomes by journal entry, when storage is shared across
+    /// processes.
+    private let outcomesFile: SharedOutcomesFile?
+    /// What this process published as the sender (`nil` before it first did: it goes on from
+    /// what the file holds). Guarded by `publishing`, held while a publication is made.
+    private var published: SharedOutcomes?
+    private let publishing = Lock()
+    /// Whether a publication is scheduled. Guarded by `lock`.
+    private var isPublishScheduled = false
+    /// Hears the shared pipelines settle changes, to publish them.
+    private var settlements: StatisticsObserver?
+    /// What a change's hand-off does, for ``handOn(_:_:)``.
     private enum HandOff { case now, later, waitForSender, takeOver }
     /// How often a process that handed off changes while another process sent the key tries
     /// the sender lock: how soon after the sender is gone those changes are sent.
@@ -81,7 +101,12 @@ final class CellRemotes<Value: Sendable>: @unchecked Sendable {
         self.storage = storage
         self.cell = cell
         self.sender = RemoteSenderLock(key: key, storage: storage)
+        self.outcomesFile = SharedOutcomesFile(key: key, storage: storage)
+        if outcomesFile != nil { settlements = StatisticsObserver { [weak self] in self?.schedulePublication() } }
     }
+
+    /// Whether the key's storage is shared across processes: another process may send it.
+    var isAcrossProcesses: Bool { sender != nil }
 
     /// The pipeline serving `destination`, now with one more user, or `nil` when none does.
     func join(_ destination: String) -> SinkPipeline<Value>? {
@@ -135,7 +160,7 @@ final class CellRemotes<Value: Sendable>: @unchecked Sendable {
                 guard let self else { return }
                 let change = instance == nil ? change : change.made(by: instance)
                 guard self.sender != nil else { return pipeline.enqueue(change) }
-                self.handOn { pipeline.enqueue(change) }
+                self.handOn(change.version) { pipeline.enqueue(change) }
             },
             sendsCurrentValue: false
         )
@@ -153,6 +178,7 @@ final class CellRemotes<Value: Sendable>: @unchecked Sendable {
                 pipeline: pipeline, channel: channel, subscription: subscription,
                 sendCurrentValue: sendCurrentValue, users: 1)
         }
+        if let settlements { pipeline.observeStatistics(settlements) }
     }
 
     /// Whether this process sends the key: without sharing across processes, always; otherwise it
@@ -179,10 +205,11 @@ final class CellRemotes<Value: Sendable>: @unchecked Sendable {
         }
     }
 
-    /// Runs `enqueue`, a change's hand-off to a shared pipeline, if this process sends the key: at
-    /// once when it does; once the takeover is done when it takes the sender lock now; never while
-    /// another process holds it.
-    private func handOn(_ enqueue: @escaping @Sendable () -> Void) {
+    /// Runs `enqueue`, the hand-off of the change of `version` to a shared pipeline, if this
+    /// process sends the key: at once when it does; once the takeover is done when it takes the
+    /// sender lock now; never while another process holds it (that process's sender sends it,
+    /// and publishes its outcome).
+    private func handOn(_ version: UInt64, _ enqueue: @escaping @Sendable () -> Void) {
         guard let sender else { return enqueue() }
         let step: HandOff = sendingLock.withLock {
             switch sending {
@@ -193,6 +220,7 @@ final class CellRemotes<Value: Sendable>: @unchecked Sendable {
                 return .later
             case .no:
                 guard sender.tryLock() else {
+                    handedOffThrough.withLock { $0 = max($0, version) }
                     defer { isWaitingForSender = true }
                     return isWaitingForSender ? .later : .waitForSender
                 }
@@ -244,6 +272,60 @@ final class CellRemotes<Value: Sendable>: @unchecked Sendable {
                 for enqueue in waiting { enqueue() }
             }
             sending = .yes
+        }
+    }
+
+    // MARK: Outcomes across processes
+
+    /// What another process's sender published for the change of `version`, which this process
+    /// handed to it, at `pipeline`, one of the cell's shared ones: `nil` while it is not settled,
+    /// and for a change this process did not hand off, or whose journal entry it does not know
+    /// (its append failed: the sender took the file in at a later entry).
+    func senderOutcome(of version: UInt64, at pipeline: SinkPipeline<Value>) -> WriteOutcome? {
+        guard let outcomesFile, version <= handedOffThrough.withLock({ $0 }),
+            lock.withLock({ remotes.values.contains { $0.pipeline === pipeline } }),
+            let sequence = cell?.withLedger({ $0.journalSequence(of: version) })
+        else { return nil }
+        return outcomesFile.read().outcome(ofEntry: sequence)
+    }
+
+    /// A shared pipeline settled changes: publishes them soon, if this process sends the key.
+    private func schedulePublication() {
+        let isNew = lock.withLock {
+            defer { isPublishScheduled = true }
+            return !isPublishScheduled
+        }
+        guard isNew else { return }
+        DispatchQueue.global(qos: .utility).async { self.publish() }
+    }
+
+    /// Publishes what the cell's destinations settled since the last publication, by journal
+    /// entry, in order: the entries up to each version of the cell that every destination settled
+    /// share that version's outcome.
+    private func publish() {
+        lock.withLock { isPublishScheduled = false }
+        guard let outcomesFile, let cell, sendingLock.withLock({ if case .yes = sending { true } else { false } })
+        else { return }
+        publishing.withLock {
+            var outcomes = published ?? outcomesFile.read()
+            let before = outcomes
+            let pipelines = lock.withLock { remotes.values.map(\.pipeline) }
+            for (version, sequence) in cell.withLedger({ $0.journaled(after: outcomes.settledThrough) })
+            where sequence > outcomes.settledThrough {
+                let found = pipelines.reduce(WriteOutcome.delivered as WriteOutcome?) { sofar, pipeline in
+                    WriteOutcome.combining(sofar, pipeline.outcomes(of: [version])[0])
+                }
+                guard let found else { break }
+                outcomes.settle(outcomes.settledThrough &+ 1...sequence, as: found)
+            }
+            guard outcomes != before else { return }
+            do {
+                try outcomesFile.write(outcomes)
+                published = outcomes
+            } catch {
+                // Written whole at the next settlement; the other processes' receipts wait.
+                published = before
+            }
         }
     }
 

@@ -1,0 +1,69 @@
+import Foundation
+import Testing
+
+@testable import StateKit
+
+/// What a shared key's sender publishes for the other processes' receipts, by journal entry: the
+/// settled entries and the exceptions, the file that carries them, and the ledger's map from a
+/// process's versions to the entries they stand for (two real processes:
+/// ``RemoteSenderLockTests``).
+@Suite struct SharedOutcomesTests {
+    @Test func anEntryTakesTheFateOfTheFirstSettledVersionAtOrAfterIt() {
+        var outcomes = SharedOutcomes()
+        #expect(outcomes.outcome(ofEntry: 1) == nil, "nothing settled yet")
+        outcomes.settle(1...3, as: .delivered)
+        outcomes.settle(4...6, as: .discarded(reason: "the server won"))
+        outcomes.settle(7...7, as: .rejected(reason: "refused"))
+        #expect(outcomes.outcome(ofEntry: 2) == .delivered)
+        #expect(outcomes.outcome(ofEntry: 5) == .discarded(reason: "the server won"))
+        #expect(outcomes.outcome(ofEntry: 7) == .rejected(reason: "refused"))
+        #expect(outcomes.outcome(ofEntry: 8) == nil)
+        outcomes.settle(2...5, as: .rejected(reason: "late"))
+        #expect(outcomes.outcome(ofEntry: 5) == .discarded(reason: "the server won"), "settled once")
+        #expect(outcomes.settledThrough == 7)
+    }
+
+    @Test func onlyTheNewestExceptionsAreKept() {
+        var outcomes = SharedOutcomes()
+        for entry in UInt64(1)...UInt64(2 * SharedOutcomes.exceptionsKept) {
+            outcomes.settle(entry...entry, as: .discarded(reason: "\(entry)"))
+        }
+        #expect(outcomes.exceptions.count == SharedOutcomes.exceptionsKept)
+        let newest = UInt64(2 * SharedOutcomes.exceptionsKept)
+        #expect(outcomes.outcome(ofEntry: newest) == .discarded(reason: "\(newest)"))
+    }
+
+    @Test func aMissingOrDamagedFileSettlesNothingAndAWriteReplacesItWhole() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanUp() }
+        try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
+        let storage = FileStateStorage.file(directory.url, sharedAcrossProcesses: true)
+        let key = uniqueKey("outcomes")
+        let file = try #require(SharedOutcomesFile(key: key, storage: storage))
+        #expect(file.read() == SharedOutcomes())
+        let url = directory.url.appending(path: ".\(FileStateStorage.fileName(forKey: key)).outcomes")
+        #expect(FileManager.default.createFile(atPath: url.path, contents: Data("{\"settledThrough\":".utf8)))
+        #expect(file.read() == SharedOutcomes(), "a torn file is nothing settled")
+        var outcomes = SharedOutcomes()
+        outcomes.settle(1...4, as: .delivered)
+        try file.write(outcomes)
+        #expect(file.read() == outcomes)
+        #expect(SharedOutcomesFile(key: key, storage: FileStateStorage.file(directory.url)) == nil, "not shared")
+    }
+
+    @Test func theLedgerTiesEachVersionToItsEntryAndForgetsOnlyTheOldest() {
+        var ledger = CellLedger(savesValue: true)
+        ledger.journaled(3, sequence: 10)
+        ledger.journaled(4, sequence: 12)
+        ledger.journaled(4, sequence: 13)
+        ledger.journaled(2, sequence: 20)
+        #expect(ledger.journalSequence(of: 3) == 10)
+        #expect(ledger.journalSequence(of: 4) == 13, "a version's newest entry")
+        #expect(ledger.journalSequence(of: 2) == nil, "versions only go forward")
+        #expect(ledger.journaled(after: 10).map(\.version) == [4])
+        let kept = CellLedger.journalSequencesKept
+        for version in UInt64(5)...UInt64(5 + 2 * kept) { ledger.journaled(version, sequence: version + 100) }
+        #expect(ledger.journalSequence(of: 3) == nil)
+        #expect(ledger.journalSequence(of: UInt64(5 + 2 * kept)) == UInt64(105 + 2 * kept))
+    }
+}
