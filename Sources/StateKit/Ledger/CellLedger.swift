@@ -46,6 +46,8 @@ import Foundation
 /// | ``writeFailed(fingerprint:)``       | storage may hold those bytes          | none                                     |
 /// | ``storageSeen(at:)``                | the shared key's generation and stamp known | read the file, if either moved     |
 /// | ``storageRead(error:)``             | why what storage holds cannot be used, or that it can | tell the load error's observers, if it changed |
+/// | ``journaled(_:sequence:)``          | a shared key's version stands for that journal entry | none                          |
+/// | ``handedToSender(_:)``              | the change went to another process's sender | none (its receipt reads what that sender publishes) |
 /// | ``saveWanted()``                    | a save is scheduled                   | schedule one, unless one is (a burst of changes costs one save) or the cell saves nothing |
 /// | ``scheduledSaveStarts()``           | no save is scheduled                  | none                                     |
 /// | ``syncWanted()``                    | forcing a shared key's file to disk is scheduled | schedule it, unless it is (a burst of writes costs one `fsync`) |
@@ -170,6 +172,9 @@ struct CellLedger {
     /// stands for (``journaled(_:sequence:)``), oldest first: what ties this process's versions to
     /// another's, whose receipts the key's sender answers (``SharedOutcomes``).
     private var journalSequences: [(version: UInt64, sequence: UInt64)] = []
+    /// The newest version this process handed to another process's sender instead of its own
+    /// pipelines (``handedToSender(_:)``).
+    private var handedToSenderThrough: UInt64 = 0
 
     init(savesValue: Bool) {
         self.savesValue = savesValue
@@ -475,6 +480,18 @@ struct CellLedger {
         if journalSequences.count >= 2 * Self.journalSequencesKept {
             journalSequences.removeFirst(Self.journalSequencesKept)
         }
+    }
+
+    /// Another process sends the key: the change of `version` went to that process's sender, not
+    /// to this one's remote pipelines, and its outcome is what that sender publishes.
+    mutating func handedToSender(_ version: UInt64) {
+        handedToSenderThrough = max(handedToSenderThrough, version)
+    }
+
+    /// The journal entry of `version`, if its change went to another process's sender and the
+    /// ledger still knows its entry.
+    func handedEntry(of version: UInt64) -> UInt64? {
+        version <= handedToSenderThrough ? journalSequence(of: version) : nil
     }
 
     /// The journal entry the cell's value of `version` stands for, if the ledger still knows it.

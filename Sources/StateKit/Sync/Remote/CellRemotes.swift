@@ -75,16 +75,10 @@ final class CellRemotes<Value: Sendable>: @unchecked Sendable {
     /// Whether this process tries the sender lock every ``senderPollInterval`` (see
     /// ``waitForSender()``).
     private var isWaitingForSender = false
-    /// The newest version this process handed to another process's sender, whose published
-    /// outcomes answer for it. A lock of its own: receipts read it while a takeover's hand-offs
-    /// run under `sendingLock`.
-    private let handedOffThrough = LockedBox<UInt64>(0)
     /// Where the sender publishes its outcomes by journal entry, when storage is shared across
     /// processes.
     private let outcomesFile: SharedOutcomesFile?
-    /// What this process published as the sender (`nil` before it first did: it goes on from
-    /// what the file holds). Guarded by `publishing`, held while a publication is made.
-    private var published: SharedOutcomes?
+    /// Held while a publication is made: one at a time, each going on from the file.
     private let publishing = Lock()
     /// Whether a publication is scheduled. Guarded by `lock`.
     private var isPublishScheduled = false
@@ -220,7 +214,7 @@ final class CellRemotes<Value: Sendable>: @unchecked Sendable {
                 return .later
             case .no:
                 guard sender.tryLock() else {
-                    handedOffThrough.withLock { $0 = max($0, version) }
+                    cell?.withLedger { $0.handedToSender(version) }
                     defer { isWaitingForSender = true }
                     return isWaitingForSender ? .later : .waitForSender
                 }
@@ -282,9 +276,8 @@ final class CellRemotes<Value: Sendable>: @unchecked Sendable {
     /// and for a change this process did not hand off, or whose journal entry it does not know
     /// (its append failed: the sender took the file in at a later entry).
     func senderOutcome(of version: UInt64, at pipeline: SinkPipeline<Value>) -> WriteOutcome? {
-        guard let outcomesFile, version <= handedOffThrough.withLock({ $0 }),
-            lock.withLock({ remotes.values.contains { $0.pipeline === pipeline } }),
-            let sequence = cell?.withLedger({ $0.journalSequence(of: version) })
+        guard let outcomesFile, lock.withLock({ remotes.values.contains { $0.pipeline === pipeline } }),
+            let sequence = cell?.withLedger({ $0.handedEntry(of: version) })
         else { return nil }
         return outcomesFile.read().outcome(ofEntry: sequence)
     }
@@ -307,7 +300,7 @@ final class CellRemotes<Value: Sendable>: @unchecked Sendable {
         guard let outcomesFile, let cell, sendingLock.withLock({ if case .yes = sending { true } else { false } })
         else { return }
         publishing.withLock {
-            var outcomes = published ?? outcomesFile.read()
+            var outcomes = outcomesFile.read()
             let before = outcomes
             let pipelines = lock.withLock { remotes.values.map(\.pipeline) }
             for (version, sequence) in cell.withLedger({ $0.journaled(after: outcomes.settledThrough) })
@@ -316,16 +309,11 @@ final class CellRemotes<Value: Sendable>: @unchecked Sendable {
                     WriteOutcome.combining(sofar, pipeline.outcomes(of: [version])[0])
                 }
                 guard let found else { break }
-                outcomes.settle(outcomes.settledThrough &+ 1...sequence, as: found)
+                outcomes.settle(through: sequence, as: found)
             }
             guard outcomes != before else { return }
-            do {
-                try outcomesFile.write(outcomes)
-                published = outcomes
-            } catch {
-                // Written whole at the next settlement; the other processes' receipts wait.
-                published = before
-            }
+            // On failure, written whole at the next settlement; the other processes' receipts wait.
+            try? outcomesFile.write(outcomes)
         }
     }
 

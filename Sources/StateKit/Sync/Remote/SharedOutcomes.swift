@@ -15,7 +15,8 @@ import Foundation
 ///
 /// The sender publishes it in a hidden file beside the key's, `.<file>.outcomes`
 /// (``SharedOutcomesFile``), each time its destinations settle more; the newest
-/// ``exceptionsKept`` exceptions are kept.
+/// ``exceptionsKept`` exceptions are kept, and the entries before them are no longer answered
+/// (an entry whose exception was dropped must not read as delivered).
 struct SharedOutcomes: Codable, Equatable {
     /// Entries settled undelivered, and why.
     struct Exception: Codable, Equatable {
@@ -32,20 +33,23 @@ struct SharedOutcomes: Codable, Equatable {
     private(set) var settledThrough: UInt64 = 0
     /// The settled entries that were not delivered, oldest first.
     private(set) var exceptions: [Exception] = []
+    /// The entries up to this one are no longer answered: their exceptions were dropped.
+    private(set) var forgottenThrough: UInt64 = 0
 
-    /// What became of the change of journal entry `sequence`: `nil` while it is not settled.
+    /// What became of the change of journal entry `sequence`: `nil` while it is not settled, and
+    /// once it is too old to say.
     func outcome(ofEntry sequence: UInt64) -> WriteOutcome? {
-        guard sequence <= settledThrough else { return nil }
+        guard sequence <= settledThrough, sequence > forgottenThrough else { return nil }
         guard let exception = exceptions.last(where: { $0.entries.contains(sequence) }) else { return .delivered }
         return exception.isRejected
             ? .rejected(reason: exception.reason) : .discarded(reason: exception.reason)
     }
 
-    /// The entries `entries`, after every entry settled so far, met `outcome`.
-    mutating func settle(_ entries: ClosedRange<UInt64>, as outcome: WriteOutcome) {
-        guard entries.upperBound > settledThrough else { return }
-        let entries = max(entries.lowerBound, settledThrough &+ 1)...entries.upperBound
-        settledThrough = entries.upperBound
+    /// The entries after those settled so far, up to `sequence`, met `outcome`.
+    mutating func settle(through sequence: UInt64, as outcome: WriteOutcome) {
+        guard sequence > settledThrough else { return }
+        let entries = settledThrough &+ 1...sequence
+        settledThrough = sequence
         switch outcome {
         case .delivered:
             return
@@ -54,6 +58,9 @@ struct SharedOutcomes: Codable, Equatable {
         case .rejected(let reason):
             exceptions.append(Exception(entries: entries, isRejected: true, reason: reason))
         }
-        if exceptions.count > Self.exceptionsKept { exceptions.removeFirst(exceptions.count - Self.exceptionsKept) }
+        guard exceptions.count > Self.exceptionsKept else { return }
+        let dropped = exceptions.count - Self.exceptionsKept
+        forgottenThrough = exceptions[dropped - 1].entries.upperBound
+        exceptions.removeFirst(dropped)
     }
 }

@@ -11,26 +11,30 @@ import Testing
     @Test func anEntryTakesTheFateOfTheFirstSettledVersionAtOrAfterIt() {
         var outcomes = SharedOutcomes()
         #expect(outcomes.outcome(ofEntry: 1) == nil, "nothing settled yet")
-        outcomes.settle(1...3, as: .delivered)
-        outcomes.settle(4...6, as: .discarded(reason: "the server won"))
-        outcomes.settle(7...7, as: .rejected(reason: "refused"))
+        outcomes.settle(through: 3, as: .delivered)
+        outcomes.settle(through: 6, as: .discarded(reason: "the server won"))
+        outcomes.settle(through: 7, as: .rejected(reason: "refused"))
         #expect(outcomes.outcome(ofEntry: 2) == .delivered)
-        #expect(outcomes.outcome(ofEntry: 5) == .discarded(reason: "the server won"))
+        #expect(outcomes.outcome(ofEntry: 4) == .discarded(reason: "the server won"))
         #expect(outcomes.outcome(ofEntry: 7) == .rejected(reason: "refused"))
         #expect(outcomes.outcome(ofEntry: 8) == nil)
-        outcomes.settle(2...5, as: .rejected(reason: "late"))
+        outcomes.settle(through: 5, as: .rejected(reason: "late"))
         #expect(outcomes.outcome(ofEntry: 5) == .discarded(reason: "the server won"), "settled once")
         #expect(outcomes.settledThrough == 7)
     }
 
-    @Test func onlyTheNewestExceptionsAreKept() {
+    @Test func onlyTheNewestExceptionsAreKeptAndNoEntryBeforeThemReadsAsDelivered() {
         var outcomes = SharedOutcomes()
-        for entry in UInt64(1)...UInt64(2 * SharedOutcomes.exceptionsKept) {
-            outcomes.settle(entry...entry, as: .discarded(reason: "\(entry)"))
+        let kept = UInt64(SharedOutcomes.exceptionsKept)
+        for entry in UInt64(1)...2 * kept {
+            outcomes.settle(through: 2 * entry - 1, as: .delivered)
+            outcomes.settle(through: 2 * entry, as: .discarded(reason: "\(2 * entry)"))
         }
         #expect(outcomes.exceptions.count == SharedOutcomes.exceptionsKept)
-        let newest = UInt64(2 * SharedOutcomes.exceptionsKept)
-        #expect(outcomes.outcome(ofEntry: newest) == .discarded(reason: "\(newest)"))
+        #expect(outcomes.outcome(ofEntry: 4 * kept) == .discarded(reason: "\(4 * kept)"))
+        #expect(outcomes.outcome(ofEntry: 2 * kept + 1) == .delivered)
+        #expect(outcomes.outcome(ofEntry: 2) == nil, "its exception was dropped: too old to say")
+        #expect(outcomes.outcome(ofEntry: 2 * kept - 1) == nil)
     }
 
     @Test func aMissingOrDamagedFileSettlesNothingAndAWriteReplacesItWhole() throws {
@@ -45,7 +49,7 @@ import Testing
         #expect(FileManager.default.createFile(atPath: url.path, contents: Data("{\"settledThrough\":".utf8)))
         #expect(file.read() == SharedOutcomes(), "a torn file is nothing settled")
         var outcomes = SharedOutcomes()
-        outcomes.settle(1...4, as: .delivered)
+        outcomes.settle(through: 4, as: .delivered)
         try file.write(outcomes)
         #expect(file.read() == outcomes)
         #expect(SharedOutcomesFile(key: key, storage: FileStateStorage.file(directory.url)) == nil, "not shared")
@@ -61,6 +65,10 @@ import Testing
         #expect(ledger.journalSequence(of: 4) == 13, "a version's newest entry")
         #expect(ledger.journalSequence(of: 2) == nil, "versions only go forward")
         #expect(ledger.journaled(after: 10).map(\.version) == [4])
+        #expect(ledger.handedEntry(of: 3) == nil, "not handed to another process's sender")
+        ledger.handedToSender(3)
+        #expect(ledger.handedEntry(of: 3) == 10)
+        #expect(ledger.handedEntry(of: 4) == nil)
         let kept = CellLedger.journalSequencesKept
         for version in UInt64(5)...UInt64(5 + 2 * kept) { ledger.journaled(version, sequence: version + 100) }
         #expect(ledger.journalSequence(of: 3) == nil)
