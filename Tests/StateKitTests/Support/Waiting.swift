@@ -90,6 +90,20 @@ func contending<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
     return result
 }
 
+/// Runs `body`, an async test's heavy part (real servers and child processes that contend for a
+/// key), in the turn ``contending(_:)`` takes: one such run at a time in the test process, with
+/// the same time limit.
+func contending(_ body: () async throws -> Void) async throws {
+    await ContentionTurn.shared.take()
+    do {
+        try await body()
+    } catch {
+        await ContentionTurn.shared.pass()
+        throw error
+    }
+    await ContentionTurn.shared.pass()
+}
+
 extension Trait where Self == TimeLimitTrait {
     /// The time limit of a test that takes its turn in ``contending(_:)``: it covers the wait for
     /// the turn, that is every contending run queued before it.
@@ -209,4 +223,19 @@ func eventually(
         try? await Task.sleep(for: .milliseconds(10))
     }
     #expect(condition(), "timed out after \(seconds) s waiting for \(what)", sourceLocation: sourceLocation)
+}
+
+/// Returns once `condition`, which may wait and throw (a request to a real server), holds,
+/// checking every 20 ms; records an issue naming `what` if it still does not after 60 s.
+func waitUntil(
+    _ what: String, sourceLocation: SourceLocation = #_sourceLocation, _ condition: () async throws -> Bool
+) async throws {
+    let deadline = ContinuousClock.now + .seconds(60)
+    while try await !condition() {
+        guard ContinuousClock.now < deadline else {
+            Issue.record("timed out waiting for \(what)", sourceLocation: sourceLocation)
+            return
+        }
+        try await Task.sleep(for: .milliseconds(20))
+    }
 }
