@@ -36,20 +36,12 @@ import Glibc
             try await RealHTTPServer.with(kind) { server, directory in
                 let url = server.resource()
                 let key = uniqueKey("widget")
-                let app = try await SinksHelper.launch([
-                    "sync-shared-count", directory.path, key, url.absoluteString, "1",
-                    server.headers["Authorization"] ?? "-", "server-wins",
-                ])
+                let app = try await launchApp(server, directory, key: key, url: url, count: 1, serverWins: true)
                 #expect(app.firstLine == "ready 0")
                 #expect(FileManager.default.createFile(atPath: directory.appending(path: "go").path, contents: nil))
                 try await waitUntil("the app sends its change") { try await server.value(Int.self, at: url) == 1 }
 
-                let storage = FileStateStorage.file(directory, sharedAcrossProcesses: true)
-                let sink = HTTPSyncSink<Int>(endpoint: url, timeout: .seconds(10), conflictPolicy: .serverWins) {
-                    request in
-                    for (field, value) in server.headers { request.setValue(value, forHTTPHeaderField: field) }
-                }
-                let widget = SyncedState(0, key: key, storage: storage, sinks: [sink])
+                let widget = makeWidget(server, directory, key: key, url: url)
                 try await waitUntil("the widget reads the app's change") { widget.value == 1 }
                 // Its load at start over first: answered after the other device's write, it would take
                 // that value into the file, and the app would then deliver the widget's write over it.
@@ -89,17 +81,10 @@ import Glibc
             try await RealHTTPServer.with(.apache) { server, directory in
                 let url = server.resource()
                 let key = uniqueKey("orphan")
-                let app = try await SinksHelper.launch([
-                    "sync-shared-count", directory.path, key, url.absoluteString, "1",
-                    server.headers["Authorization"] ?? "-",
-                ])
+                let app = try await launchApp(server, directory, key: key, url: url, count: 1)
                 #expect(FileManager.default.createFile(atPath: directory.appending(path: "go").path, contents: nil))
                 try await waitUntil("the app sends its change") { try await server.value(Int.self, at: url) == 1 }
-                let storage = FileStateStorage.file(directory, sharedAcrossProcesses: true)
-                let sink = HTTPSyncSink<Int>(endpoint: url, timeout: .seconds(10)) { request in
-                    for (field, value) in server.headers { request.setValue(value, forHTTPHeaderField: field) }
-                }
-                let widget = SyncedState(0, key: key, storage: storage, sinks: [sink])
+                let widget = makeWidget(server, directory, key: key, url: url)
                 try await waitUntil("the widget reads the app's change") { widget.value == 1 }
 
                 #expect(Glibc.kill(app.process.processIdentifier, SIGSTOP) == 0)
@@ -120,15 +105,8 @@ import Glibc
             try await RealHTTPServer.with(.apache) { server, directory in
                 let url = server.resource()
                 let key = uniqueKey("busy")
-                let app = try await SinksHelper.launch([
-                    "sync-shared-count", directory.path, key, url.absoluteString, "100",
-                    server.headers["Authorization"] ?? "-",
-                ])
-                let storage = FileStateStorage.file(directory, sharedAcrossProcesses: true)
-                let sink = HTTPSyncSink<Int>(endpoint: url, timeout: .seconds(10)) { request in
-                    for (field, value) in server.headers { request.setValue(value, forHTTPHeaderField: field) }
-                }
-                let widget = SyncedState(0, key: key, storage: storage, sinks: [sink])
+                let app = try await launchApp(server, directory, key: key, url: url, count: 100)
+                let widget = makeWidget(server, directory, key: key, url: url)
                 #expect(FileManager.default.createFile(atPath: directory.appending(path: "go").path, contents: nil))
                 // The app's first write takes the sender lock.
                 try await waitUntil("the app's first change") { widget.value >= 1 }
@@ -152,5 +130,27 @@ import Glibc
                 #expect(conflicts.isEmpty, "conflicting writes: \(conflicts.prefix(5))")
             }
         }
+    }
+
+    /// The app: the helper's `sync-shared-count` of `key` in `directory`, synced to `url` (merging
+    /// conflicts, or with `.serverWins`), which counts `count` times once the file `go` exists.
+    private func launchApp(
+        _ server: RealHTTPServer, _ directory: URL, key: String, url: URL, count: Int, serverWins: Bool = false
+    ) async throws -> SinksHelper {
+        try await SinksHelper.launch(
+            [
+                "sync-shared-count", directory.path, key, url.absoluteString, "\(count)",
+                server.headers["Authorization"] ?? "-",
+            ] + (serverWins ? ["server-wins"] : []))
+    }
+
+    /// The widget: this process's container of `key`, shared across processes with the app and
+    /// synced to the same `url` with `.serverWins`.
+    private func makeWidget(_ server: RealHTTPServer, _ directory: URL, key: String, url: URL) -> SyncedState<Int> {
+        let storage = FileStateStorage.file(directory, sharedAcrossProcesses: true)
+        let sink = HTTPSyncSink<Int>(endpoint: url, timeout: .seconds(10), conflictPolicy: .serverWins) { request in
+            for (field, value) in server.headers { request.setValue(value, forHTTPHeaderField: field) }
+        }
+        return SyncedState(0, key: key, storage: storage, sinks: [sink])
     }
 }
