@@ -82,7 +82,8 @@ final class CellRemotes<Value: Sendable>: @unchecked Sendable {
     private let publishing = Lock()
     /// Whether a publication is scheduled. Guarded by `lock`.
     private var isPublishScheduled = false
-    /// Hears the shared pipelines settle changes, to publish them.
+    /// Hears the shared pipelines settle changes, to publish them. Set once, in `init` (it
+    /// holds this object weakly, so it is made after the other fields).
     private var settlements: StatisticsObserver?
     /// What a change's hand-off does, for ``handOn(_:_:)``.
     private enum HandOff { case now, later, waitForSender, takeOver }
