@@ -283,8 +283,10 @@ final class CellRemotes<Value: Sendable>: @unchecked Sendable {
         return outcomesFile.read().outcome(ofEntry: sequence)
     }
 
-    /// A shared pipeline settled changes: publishes them soon, if this process sends the key.
+    /// A shared pipeline settled changes: publishes them soon, if this process sends the key (in
+    /// the others, a change handed to a pipeline costs nothing more).
     private func schedulePublication() {
+        guard sender?.isSending == true else { return }
         let isNew = lock.withLock {
             defer { isPublishScheduled = true }
             return !isPublishScheduled
