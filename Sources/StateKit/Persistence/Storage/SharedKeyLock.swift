@@ -150,6 +150,18 @@ final class SharedKeyLock: @unchecked Sendable {
         return count == 8 ? UInt64(littleEndian: value) : 0
     }
 
+    /// The sequence number of the last entry of the key's journal whose lock file is at `path`,
+    /// read without the key: it only grows, so a reader that finds it below a number finds that
+    /// no entry has that number yet (0 when there is no lock file).
+    static func peekJournalLast(path: String) -> UInt64 {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return 0 }
+        defer { close(descriptor) }
+        var value: UInt64 = 0
+        let count = withUnsafeMutableBytes(of: &value) { pread(descriptor, $0.baseAddress, 8, 16) }
+        return count == 8 ? UInt64(littleEndian: value) : 0
+    }
+
     /// Marks the key as being replaced by the transaction `id` (0 clears it), forcing the mark to
     /// disk when `durably`. Called holding the key.
     func markPendingTransaction(_ id: UInt64, durably: Bool) throws {

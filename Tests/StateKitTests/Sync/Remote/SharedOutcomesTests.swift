@@ -37,7 +37,7 @@ import Testing
         #expect(outcomes.outcome(ofEntry: 2 * kept - 1) == nil)
     }
 
-    @Test func aMissingOrDamagedFileSettlesNothingAndAWriteReplacesItWhole() throws {
+    @Test func aMissingDamagedOrStaleFileSettlesNothingAndAWriteReplacesItWhole() throws {
         let directory = TemporaryDirectory()
         defer { directory.cleanUp() }
         try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
@@ -51,6 +51,15 @@ import Testing
         var outcomes = SharedOutcomes()
         outcomes.settle(through: 4, as: .delivered)
         try file.write(outcomes)
+        #expect(file.read() == SharedOutcomes(), "ahead of a journal that has no entry yet")
+        let keyLock = SharedKeyLock(path: storage.lockFileURL(forKey: key).path)
+        keyLock.lock()
+        keyLock.setJournalEnd(lastSequence: 3, length: 0)
+        keyLock.unlock()
+        #expect(file.read() == SharedOutcomes(), "ahead of the journal's last entry")
+        keyLock.lock()
+        keyLock.setJournalEnd(lastSequence: 4, length: 0)
+        keyLock.unlock()
         #expect(file.read() == outcomes)
         #expect(SharedOutcomesFile(key: key, storage: FileStateStorage.file(directory.url)) == nil, "not shared")
     }

@@ -132,6 +132,36 @@ import Glibc
         }
     }
 
+    /// An outcomes file that claims more entries than the key's journal has (left by a journal
+    /// that was removed and started again, or damaged into another number) is believed by
+    /// neither process: the widget's receipt is not answered from it, and the app publishes
+    /// afresh, so the receipt resolves with what really happened.
+    @Test func anOutcomesFileAheadOfTheJournalIsBelievedByNoOne() async throws {
+        try await contending {
+            try await RealHTTPServer.with(.apache) { server, directory in
+                let url = server.resource()
+                let key = uniqueKey("stale")
+                let app = try await launchApp(server, directory, key: key, url: url, count: 1)
+                #expect(FileManager.default.createFile(atPath: directory.appending(path: "go").path, contents: nil))
+                try await waitUntil("the app sends its change") { try await server.value(Int.self, at: url) == 1 }
+                let widget = makeWidget(server, directory, key: key, url: url)
+                try await waitUntil("the widget reads the app's change") { widget.value == 1 }
+
+                #expect(Glibc.kill(app.process.processIdentifier, SIGSTOP) == 0)
+                var stale = SharedOutcomes()
+                stale.settle(through: 1_000_000, as: .rejected(reason: "a stale file"))
+                let storage = FileStateStorage.file(directory, sharedAcrossProcesses: true)
+                try #require(SharedOutcomesFile(key: key, storage: storage)).write(stale)
+                let receipt = widget.write { $0 = 100 }
+                #expect(await receipt.outcome(timeout: .milliseconds(500)) == nil, "not answered from the stale file")
+                #expect(Glibc.kill(app.process.processIdentifier, SIGCONT) == 0)
+                #expect(await receipt.outcome(timeout: .seconds(30)) == .delivered)
+                #expect(try await server.value(Int.self, at: url) == 100)
+                await app.kill()
+            }
+        }
+    }
+
     /// The app: the helper's `sync-shared-count` of `key` in `directory`, synced to `url` (merging
     /// conflicts, or with `.serverWins`), which counts `count` times once the file `go` exists.
     private func launchApp(
