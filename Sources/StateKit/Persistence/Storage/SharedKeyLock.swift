@@ -142,23 +142,23 @@ final class SharedKeyLock: @unchecked Sendable {
     /// The transaction whose commit holds the key at `path`, read without the key: a hint, except
     /// that a mark once cleared is never set again for the same transaction.
     static func peekPendingTransaction(path: String) -> UInt64 {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return 0 }
-        defer { close(descriptor) }
-        var value: UInt64 = 0
-        let count = withUnsafeMutableBytes(of: &value) { pread(descriptor, $0.baseAddress, 8, 8) }
-        return count == 8 ? UInt64(littleEndian: value) : 0
+        peekWord(1, path: path)
     }
 
     /// The sequence number of the last entry of the key's journal whose lock file is at `path`,
     /// read without the key: it only grows, so a reader that finds it below a number finds that
     /// no entry has that number yet (0 when there is no lock file).
     static func peekJournalLast(path: String) -> UInt64 {
+        peekWord(2, path: path)
+    }
+
+    /// The word at `index` of the lock file at `path`, read without the key; 0 when there is none.
+    private static func peekWord(_ index: Int, path: String) -> UInt64 {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return 0 }
         defer { close(descriptor) }
         var value: UInt64 = 0
-        let count = withUnsafeMutableBytes(of: &value) { pread(descriptor, $0.baseAddress, 8, 16) }
+        let count = withUnsafeMutableBytes(of: &value) { pread(descriptor, $0.baseAddress, 8, off_t(8 * index)) }
         return count == 8 ? UInt64(littleEndian: value) : 0
     }
 

@@ -34,15 +34,8 @@ import Glibc
     ) async throws {
         try await contending {
             try await RealHTTPServer.with(kind) { server, directory in
-                let url = server.resource()
-                let key = uniqueKey("widget")
-                let app = try await launchApp(server, directory, key: key, url: url, count: 1, serverWins: true)
-                #expect(app.firstLine == "ready 0")
-                #expect(FileManager.default.createFile(atPath: directory.appending(path: "go").path, contents: nil))
-                try await waitUntil("the app sends its change") { try await server.value(Int.self, at: url) == 1 }
-
-                let widget = makeWidget(server, directory, key: key, url: url)
-                try await waitUntil("the widget reads the app's change") { widget.value == 1 }
+                let (app, widget, url) = try await appAndWidget(
+                    server, directory, key: uniqueKey("widget"), serverWins: true)
                 // Its load at start over first: answered after the other device's write, it would take
                 // that value into the file, and the app would then deliver the widget's write over it.
                 #expect(await widget.flush(timeout: .seconds(30)))
@@ -79,13 +72,8 @@ import Glibc
     @Test func aWriteHandedToASenderThatDiesIsSentByItsOwnProcess() async throws {
         try await contending {
             try await RealHTTPServer.with(.apache) { server, directory in
-                let url = server.resource()
                 let key = uniqueKey("orphan")
-                let app = try await launchApp(server, directory, key: key, url: url, count: 1)
-                #expect(FileManager.default.createFile(atPath: directory.appending(path: "go").path, contents: nil))
-                try await waitUntil("the app sends its change") { try await server.value(Int.self, at: url) == 1 }
-                let widget = makeWidget(server, directory, key: key, url: url)
-                try await waitUntil("the widget reads the app's change") { widget.value == 1 }
+                let (app, widget, url) = try await appAndWidget(server, directory, key: key)
 
                 #expect(Glibc.kill(app.process.processIdentifier, SIGSTOP) == 0)
                 let receipt = widget.write { $0 = 100 }
@@ -139,13 +127,8 @@ import Glibc
     @Test func anOutcomesFileAheadOfTheJournalIsBelievedByNoOne() async throws {
         try await contending {
             try await RealHTTPServer.with(.apache) { server, directory in
-                let url = server.resource()
                 let key = uniqueKey("stale")
-                let app = try await launchApp(server, directory, key: key, url: url, count: 1)
-                #expect(FileManager.default.createFile(atPath: directory.appending(path: "go").path, contents: nil))
-                try await waitUntil("the app sends its change") { try await server.value(Int.self, at: url) == 1 }
-                let widget = makeWidget(server, directory, key: key, url: url)
-                try await waitUntil("the widget reads the app's change") { widget.value == 1 }
+                let (app, widget, url) = try await appAndWidget(server, directory, key: key)
 
                 #expect(Glibc.kill(app.process.processIdentifier, SIGSTOP) == 0)
                 var stale = SharedOutcomes()
@@ -160,6 +143,21 @@ import Glibc
                 await app.kill()
             }
         }
+    }
+
+    /// The app, launched, which wrote 1 and sent it to a new resource of `server`, and the widget,
+    /// which read it: the app sends the key.
+    private func appAndWidget(
+        _ server: RealHTTPServer, _ directory: URL, key: String, serverWins: Bool = false
+    ) async throws -> (app: SinksHelper, widget: SyncedState<Int>, url: URL) {
+        let url = server.resource()
+        let app = try await launchApp(server, directory, key: key, url: url, count: 1, serverWins: serverWins)
+        #expect(app.firstLine == "ready 0")
+        #expect(FileManager.default.createFile(atPath: directory.appending(path: "go").path, contents: nil))
+        try await waitUntil("the app sends its change") { try await server.value(Int.self, at: url) == 1 }
+        let widget = makeWidget(server, directory, key: key, url: url)
+        try await waitUntil("the widget reads the app's change") { widget.value == 1 }
+        return (app, widget, url)
     }
 
     /// The app: the helper's `sync-shared-count` of `key` in `directory`, synced to `url` (merging
